@@ -1,0 +1,85 @@
+// An operator's spec: the one description of it that the palette, the inspector form, the
+// validator and the runner all read (n8n's node description, Arroyo's connector schema).
+import type { z } from "zod";
+import type { Operator } from "./api";
+
+/**
+ * What flows on a port. `keyed` streams carry record.key; `reference` streams are broadcast
+ * side inputs (enrichment tables); `side` ports carry records diverted from the main flow.
+ */
+export type StreamKind = "stream" | "keyed" | "reference";
+
+export type OperatorCategory = "source" | "keying" | "transform" | "window" | "pattern" | "enrichment" | "custom" | "sink";
+
+export interface InputPortSpec {
+  /** `in` is the main input; edges name other inputs as `node:port`. */
+  id: string;
+  label: string;
+  /** Kinds this input accepts; a connection from another kind is refused with the reason. */
+  accepts: readonly StreamKind[];
+  /** Whether several edges may feed this input (a union of streams). */
+  multiple?: boolean;
+  required?: boolean;
+  description?: string;
+}
+
+export interface OutputPortSpec {
+  /** `out` is the main output; side outputs have their own ids (`late`, `errors`, `expired`, `miss`). */
+  id: string;
+  label: string;
+  /** `same` keeps the kind of the main input (filter on a keyed stream stays keyed). */
+  kind: StreamKind | "same";
+  side?: boolean;
+  description?: string;
+}
+
+/** What the validator and the runner need to know of the surrounding graph when checking params. */
+export interface ParamCheckContext {
+  nodeId: string;
+  /** Fields known to exist on the input records (declared by sources or inferred); undefined when unknown. */
+  inputFields?: readonly string[];
+}
+
+export interface ParamIssue {
+  severity: "error" | "warning";
+  /** Dotted path of the param, e.g. `aggregate.field`; absent for the node as a whole. */
+  param?: string;
+  message: string;
+}
+
+/** Per-node facts the runner needs to create an instance. */
+export interface OperatorInit {
+  nodeId: string;
+  /** Names of the node's connected output ports, so operators can tell where a side output goes. */
+  connectedOutputs: ReadonlySet<string>;
+}
+
+export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
+  type: string;
+  /** Bumped when params change incompatibly; older versions stay loadable through `migrate`. */
+  version: number;
+  category: OperatorCategory;
+  title: string;
+  /** One line for the palette. */
+  summary: string;
+  /** Markdown docs for the palette hover and the inspector: semantics, state, pitfalls. */
+  docs: string;
+  params: P;
+  inputs: readonly InputPortSpec[];
+  outputs: readonly OutputPortSpec[];
+  /** A keyed operator refuses an unkeyed main input (unless it keys by itself, like dedup). */
+  requiresKeyedInput: boolean;
+  /** Keeps keyed state or timers: checkpointed, counted, and shown with state size on the canvas. */
+  stateful: boolean;
+  /** Graph-aware checks beyond the zod schema (unknown fields in expressions, TTL versus window, ...). */
+  check?(params: z.infer<P>, ctx: ParamCheckContext): ParamIssue[];
+  /** Upgrades params written for an older version. */
+  migrate?(params: Record<string, unknown>, fromVersion: number): Record<string, unknown>;
+  /** Absent for sources and sinks, whose I/O the runner provides. */
+  create?(params: z.infer<P>, init: OperatorInit): Operator;
+}
+
+/** Keeps the param type of each spec while collecting them in one catalog. */
+export function defineOperator<P extends z.ZodType>(spec: OperatorSpec<P>): OperatorSpec<P> {
+  return spec;
+}

@@ -1,0 +1,67 @@
+// The `keyflow.pipeline/v1` document: what the canvas edits, Postgres stores and the CLI runs.
+// This schema checks only the document's shape; operator params and graph rules are checked by
+// the validator (../validate), which reads the operator catalog.
+import { z } from "zod";
+
+export const PIPELINE_FORMAT = "keyflow.pipeline/v1";
+
+/** Node ids double as state handles in checkpoints, so they are stable, readable identifiers. */
+export const nodeIdSchema = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, "a node id starts with a letter and has only letters, digits, _ and - (at most 64)");
+
+export const pipelineSettingsSchema = z.object({
+  checkpointIntervalMs: z.number().int().positive().default(60_000).describe("Milliseconds between aligned checkpoints"),
+  minPauseBetweenCheckpointsMs: z.number().int().nonnegative().default(0).describe("Least pause after one checkpoint completes before the next starts"),
+  checkpointTimeoutMs: z.number().int().positive().default(600_000).describe("A checkpoint not acknowledged by every task within this time fails"),
+  retainedCheckpoints: z.number().int().positive().default(3).describe("How many completed checkpoints are kept"),
+  parallelism: z.number().int().min(1).max(128).default(1).describe("Subtasks per keyed operator"),
+  maxParallelism: z.number().int().min(1).max(32_768).default(128).describe("Number of key groups: the upper bound for rescaling; never change it on a running job"),
+  stateBackend: z.enum(["heap", "disk"]).default("heap").describe("Where keyed state lives: in memory, or in an embedded on-disk store"),
+  deadLetterTopic: z.string().min(1).optional().describe("Kafka topic for dead letters; default `<pipeline name>.dlq`"),
+});
+export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
+
+export const positionSchema = z.object({ x: z.number(), y: z.number() });
+
+export const pipelineNodeSchema = z.object({
+  id: nodeIdSchema,
+  type: z.string().min(1),
+  /** Operator spec version the params were written for; absent means the newest. */
+  version: z.number().int().positive().optional(),
+  label: z.string().optional(),
+  notes: z.string().optional(),
+  params: z.record(z.string(), z.unknown()).default({}),
+  position: positionSchema.optional(),
+});
+export type PipelineNode = z.infer<typeof pipelineNodeSchema>;
+
+/** `nodeId` (the main port) or `nodeId:port` (a named port such as `late`, `errors`, `reference`). */
+export const edgeEndSchema = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}(:[A-Za-z][A-Za-z0-9_-]*)?$/, "an edge end is `nodeId` or `nodeId:port`");
+
+export const pipelineEdgeSchema = z.object({ from: edgeEndSchema, to: edgeEndSchema });
+export type PipelineEdge = z.infer<typeof pipelineEdgeSchema>;
+
+export const pipelineDocumentSchema = z.object({
+  format: z.literal(PIPELINE_FORMAT),
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "a pipeline name has letters, digits, '.', '_' and '-' (it names Kafka topics such as `<name>.dlq`)"),
+  description: z.string().optional(),
+  settings: pipelineSettingsSchema.default(pipelineSettingsSchema.parse({})),
+  nodes: z.array(pipelineNodeSchema),
+  edges: z.array(pipelineEdgeSchema).default([]),
+});
+/** A document as written (settings and params may be partial). */
+export type PipelineDocumentInput = z.input<typeof pipelineDocumentSchema>;
+/** A document after parsing: settings filled with defaults. */
+export type PipelineDocument = z.infer<typeof pipelineDocumentSchema>;
+
+export interface EdgeEnd {
+  nodeId: string;
+  /** Absent for the main port. */
+  port?: string;
+}
+
+export function parseEdgeEnd(end: string): EdgeEnd {
+  const i = end.indexOf(":");
+  return i < 0 ? { nodeId: end } : { nodeId: end.slice(0, i), port: end.slice(i + 1) };
+}
