@@ -107,6 +107,17 @@ export interface Collector {
   sideOutput(port: string, value: JsonObject, timestamp?: number): void;
 }
 
+/**
+ * What the `errors` side output carries: why, and the record unchanged so that it can be
+ * replayed. The engine turns an `errors` record on an unconnected port into a dead letter whose
+ * reason is `error`.
+ */
+export interface ErrorOutput extends JsonObject {
+  error: string;
+  record: JsonObject;
+}
+export const errorOutput = (record: JsonObject, message: string): ErrorOutput => ({ error: message, record });
+
 export interface ProcessContext extends Collector {
   /** The current key; undefined only for operators on unkeyed streams. */
   readonly key: Key | undefined;

@@ -1,7 +1,14 @@
 // An operator's spec: the one description of it that the palette, the inspector form, the
 // validator and the runner all read (n8n's node description, Arroyo's connector schema).
 import type { z } from "zod";
-import type { Operator } from "./api";
+import type { JsonObject, Key, Operator } from "./api";
+
+/**
+ * Computes a record's key in canonical form (use `canonicalKey` from ./keys). Throws a
+ * `KeyError` (or any Error) when the record has no usable key; the engine then sends the record
+ * to the node's `errors` port (a dead letter when unconnected) with that message.
+ */
+export type KeySelector = (value: JsonObject) => Key;
 
 /**
  * What flows on a port. `keyed` streams carry record.key; `reference` streams are broadcast
@@ -45,6 +52,23 @@ export interface ParamIssue {
   /** Dotted path of the param, e.g. `aggregate.field`; absent for the node as a whole. */
   param?: string;
   message: string;
+  /** A stable code for the editor and tests (`unknown-field`, `expression-syntax`); default `param-check`. */
+  code?: string;
+}
+
+/**
+ * How long a stateful operator keeps per-key state, for the validator's state-growth warnings
+ * (unbounded keys feeding state without TTL; TTL shorter than the window it serves).
+ */
+export interface StateRetention {
+  /** State TTL in ms; undefined when the state has none. */
+  ttlMs?: number;
+  /** The param that sets ttlMs, for the warning to point at. */
+  ttlParam?: string;
+  /** The span of event time the state must cover (a window, a velocity window). */
+  windowMs?: number;
+  /** State is freed by timers (a window's purge, a deadline) even without a TTL. */
+  freedByTimers?: boolean;
 }
 
 /** Per-node facts the runner needs to create an instance. */
@@ -73,8 +97,27 @@ export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
   stateful: boolean;
   /** Graph-aware checks beyond the zod schema (unknown fields in expressions, TTL versus window, ...). */
   check?(params: z.infer<P>, ctx: ParamCheckContext): ParamIssue[];
+  /**
+   * Fields of the records on the main output, given those of the main input (undefined when
+   * unknown upstream): the validator's unknown-field checks and the editor's completion read it.
+   * Absent, or returning undefined, means "unknown" and turns those checks off downstream.
+   */
+  outputFields?(params: z.infer<P>, inputFields: readonly string[] | undefined): readonly string[] | undefined;
+  /**
+   * For stateful operators: how their state is bounded. Absent: the validator reads the params
+   * the catalog names consistently (`ttlMs`, `windowMs`, `sizeMs`, `gapMs`, `afterMs`, `deadlineMs`).
+   */
+  stateRetention?(params: z.infer<P>): StateRetention;
   /** Upgrades params written for an older version. */
   migrate?(params: Record<string, unknown>, fromVersion: number): Record<string, unknown>;
+  /**
+   * For operators that key the stream themselves: `keyBy` (by its `field`) and operators that need
+   * no keyBy in front (dedup keys by its own `field`). The engine calls the selector on every
+   * record before processElement, so state and timers are scoped to that key and the operator's
+   * outputs carry it (an implicit keyBy; Flink's KeySelector). Absent: records keep the key they
+   * arrive with.
+   */
+  keySelector?(params: z.infer<P>): KeySelector;
   /** Absent for sources and sinks, whose I/O the runner provides. */
   create?(params: z.infer<P>, init: OperatorInit): Operator;
 }

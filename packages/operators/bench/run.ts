@@ -1,0 +1,49 @@
+// `npm run bench -w packages/operators`: runs every registered workload single-threaded on heap
+// state with pre-built records, reports the median events/s of several runs and the live state
+// per key, and prints a markdown table (for docs/BENCHMARKS.md).
+//   options: --runs N (default 3), --only id1,id2
+import os from "node:os";
+import { workloads } from "./workloads";
+
+const args = process.argv.slice(2);
+const opt = (name: string): string | undefined => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const runs = Math.max(3, Number(opt("runs") ?? 3));
+const only = opt("only")?.split(",");
+
+const fmt = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0));
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+};
+
+const rows: string[] = [];
+for (const w of workloads) {
+  if (only && !only.includes(w.id)) continue;
+  const prepared = w.prepare();
+  // One untimed-for-the-table warm-up run lets V8 optimize the hot path first.
+  prepared.run(false);
+  const rates: number[] = [];
+  let state: ReturnType<typeof prepared.run>["state"];
+  let outputs = 0;
+  for (let i = 0; i < runs; i++) {
+    const r = prepared.run(i === runs - 1);
+    rates.push(r.events / r.seconds);
+    outputs = r.outputs;
+    if (r.state) state = r.state;
+  }
+  const perKey = (b: number | undefined): string => (b === undefined || !state || state.keys === 0 ? "n/a" : `${Math.round(b / state.keys)} B`);
+  const row = `| ${w.title} | ${fmt(prepared.events)} | ${fmt(median(rates))}/s | ${rates.map((r) => fmt(r)).join(", ")} | ${fmt(outputs)} | ${state ? fmt(state.keys) : "n/a"} | ${perKey(state?.heapBytes)} | ${perKey(state?.estimatedBytes)} |`;
+  rows.push(row);
+  console.error(`${w.id}: ${row}`);
+}
+
+const load = os.loadavg().map((l) => l.toFixed(1)).join(" ");
+console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records pre-built; median of ${runs} runs after a warm-up\n`);
+console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key |");
+console.log("|---|---:|---:|---|---:|---:|---:|---:|");
+for (const r of rows) console.log(r);
+console.log(`\nheap / key: V8 heap growth over the run, measured before end of input (after GC), divided by live keys; needs --expose-gc. estimate / key: the engine's own state size estimate (metrics). Workloads:`);
+for (const w of workloads) if (!only || only.includes(w.id)) console.log(`- ${w.title}: ${w.description}`);

@@ -1,0 +1,38 @@
+// Pattern workloads: the issue's ordered velocity over 1 M keys (the seeds' SAMA velocity check)
+// and dedup of unique ids under a TTL (the seeds' at-least-once deduplicator, whose state must
+// stay bounded by the ids seen within the TTL).
+import type { OperatorSpec } from "../../src/core/spec";
+import { dedupSpec } from "../../src/operators/dedup/dedup";
+import { velocitySpec } from "../../src/operators/velocity/velocity";
+import { keyedHostWorkload, type Workload } from "../driver";
+
+export const patternWorkloads: Workload[] = [
+  keyedHostWorkload({
+    id: "velocity-ordered-1m",
+    title: "velocity, ordered, 5 in 1 min over 1M keys",
+    description:
+      "1M keys, 100k events/s of event time (1 per key per 10 s, so ~6 records per key in each window), jitter 500 ms, out-of-orderness 1 s; records buffered until the watermark, counted in timestamp order",
+    spec: velocitySpec as unknown as OperatorSpec,
+    params: { threshold: 5, windowMs: 60_000, mode: "ordered" },
+    events: 10_000_000,
+    keys: 1_000_000,
+    eventsPerSecond: 100_000,
+    jitterMs: 500,
+    maxOutOfOrdernessMs: 1_000,
+  }),
+  keyedHostWorkload({
+    id: "dedup-unique-ttl",
+    title: "dedup of unique ids, TTL 10 s",
+    description:
+      "every id unique within the TTL (keyed by the id itself), 100k events/s of event time, so ~1M live ids; jitter 500 ms, out-of-orderness 1 s; the 2M-record pool spans 20 s, longer than the TTL",
+    spec: dedupSpec as unknown as OperatorSpec,
+    params: { field: "eventId", ttlMs: 10_000 },
+    events: 6_000_000,
+    keys: 1,
+    eventsPerSecond: 100_000,
+    jitterMs: 500,
+    maxOutOfOrdernessMs: 1_000,
+    value: (i) => ({ eventId: `evt-${i}` }),
+    pool: 2_000_000,
+  }),
+];

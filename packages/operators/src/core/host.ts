@@ -1,0 +1,469 @@
+// OperatorHost: runs one Operator instance (one subtask of one node) with its keyed state, timers,
+// current key and watermark; Flink's AbstractStreamOperator plus its InternalTimeServiceManager.
+import type {
+  JsonObject,
+  JsonValue,
+  Key,
+  ListState,
+  ListStateDescriptor,
+  MapState,
+  MapStateDescriptor,
+  Operator,
+  ProcessContext,
+  RuntimeContext,
+  StateDescriptor,
+  StateTtlConfig,
+  StreamRecord,
+  TimerService,
+  ValueState,
+  ValueStateDescriptor,
+} from "./api";
+import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
+import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
+import type { KeySelector, OperatorSpec } from "./spec";
+import { decodeSnapshot, encodeSnapshot } from "./snapshot-codec";
+import {
+  ExpiryIndex,
+  HeapKeyedStateBackend,
+  PlainListState,
+  PlainMapState,
+  PlainValueState,
+  TtlListState,
+  TtlMapState,
+  TtlValueState,
+  type KeyScope,
+  type KeyedStateBackend,
+  type StateKind,
+  type StateTable,
+  type TableSnapshot,
+} from "./state";
+import { TimerQueue, type TimerTuple } from "./timers";
+
+/** Where a host's output goes: one call per emitted record, in emission order. */
+export type HostEmit = (port: string, value: JsonObject, timestamp: number, key: Key | undefined) => void;
+
+export interface OperatorHostOptions {
+  nodeId: string;
+  spec: OperatorSpec;
+  /** Params already parsed by spec.params (defaults filled). */
+  params: unknown;
+  emit: HostEmit;
+  /** Ports with a downstream edge (told to the operator); default: every output port of the spec. */
+  connectedOutputs?: Iterable<string>;
+  /** Number of input channels (upstream nodes): the watermark is the minimum over them. Default 1. */
+  inputChannels?: number;
+  /** Called when the operator's watermark advances, after timers fired and onWatermark ran. */
+  onWatermark?: (watermark: number) => void;
+  processingTime?: number;
+  maxParallelism?: number;
+  /** Restore from a snapshot (see snapshot()) before open(). */
+  restoreFrom?: Uint8Array;
+  /**
+   * This subtask's key groups: on restore only their keys are kept (rescaling), and records keyed
+   * here by the spec's keySelector outside them are skipped (another subtask owns them).
+   */
+  keyGroupRange?: KeyGroupRange;
+  backend?: KeyedStateBackend;
+}
+
+export interface StateStats {
+  /** Distinct keys holding state or timers. */
+  keys: number;
+  stateEntries: number;
+  /** Event-time plus processing-time timers. */
+  timers: number;
+  /** Estimated heap bytes of keyed state (timers not included). */
+  stateBytes: number;
+}
+
+export interface HostMetrics extends StateStats {
+  recordsIn: number;
+  recordsOut: number;
+  /** Records emitted on the `late` port. */
+  late: number;
+  watermark: number;
+}
+
+interface HostSnapshot {
+  format: typeof SNAPSHOT_FORMAT;
+  nodeId: string;
+  type: string;
+  version: number;
+  watermark: number;
+  channelWatermarks: number[];
+  channelIdle: boolean[];
+  processingTime: number;
+  state: TableSnapshot[];
+  eventTimers: TimerTuple[];
+  processingTimers: TimerTuple[];
+  operator: JsonValue | null;
+  counters: { recordsIn: number; recordsOut: number; late: number };
+}
+
+const SNAPSHOT_FORMAT = "keyflow.operator-snapshot/v1";
+const DEFAULT_NAMESPACE = "";
+
+/**
+ * The context handed to the operator. One instance per host, mutated as the host moves from
+ * record to record, so the per-record path allocates nothing (Flink reuses its contexts too).
+ * It is also the operator's TimerService and RuntimeContext.
+ */
+class HostContext implements ProcessContext, TimerService, RuntimeContext, KeyScope {
+  key: Key | undefined = undefined;
+  timestamp = MIN_WATERMARK;
+  watermark = MIN_WATERMARK;
+  inputPort = "in";
+  processingTime: number;
+  readonly timerService: TimerService = this;
+
+  constructor(
+    private readonly host: OperatorHost,
+    readonly nodeId: string,
+    processingTime: number,
+  ) {
+    this.processingTime = processingTime;
+  }
+
+  output(value: JsonObject, timestamp?: number): void {
+    this.host.emitOut("out", value, timestamp ?? this.timestamp, this.key);
+  }
+  sideOutput(port: string, value: JsonObject, timestamp?: number): void {
+    this.host.emitSide(port, value, timestamp ?? this.timestamp, this.key);
+  }
+
+  currentWatermark(): number {
+    return this.watermark;
+  }
+  currentProcessingTime(): number {
+    return this.processingTime;
+  }
+  registerEventTimeTimer(time: number, namespace = DEFAULT_NAMESPACE): void {
+    this.host.eventTimers.register(this.timerKey("registerEventTimeTimer", time), time, namespace);
+  }
+  deleteEventTimeTimer(time: number, namespace = DEFAULT_NAMESPACE): void {
+    this.host.eventTimers.delete(this.timerKey("deleteEventTimeTimer", time), time, namespace);
+  }
+  registerProcessingTimeTimer(time: number, namespace = DEFAULT_NAMESPACE): void {
+    this.host.processingTimers.register(this.timerKey("registerProcessingTimeTimer", time), time, namespace);
+  }
+  deleteProcessingTimeTimer(time: number, namespace = DEFAULT_NAMESPACE): void {
+    this.host.processingTimers.delete(this.timerKey("deleteProcessingTimeTimer", time), time, namespace);
+  }
+  private timerKey(method: string, time: number): Key {
+    if (this.key === undefined) throw new Error(`node "${this.nodeId}": ${method} needs a keyed context; timers are per key (put a keyBy before this operator)`);
+    if (typeof time !== "number" || Number.isNaN(time)) throw new Error(`node "${this.nodeId}": ${method}(${String(time)}): a timer time must be a number of ms`);
+    return this.key;
+  }
+
+  getValueState<T>(d: ValueStateDescriptor<T>): ValueState<T> {
+    return this.host.stateHandle(d) as ValueState<T>;
+  }
+  getListState<T>(d: ListStateDescriptor<T>): ListState<T> {
+    return this.host.stateHandle(d) as ListState<T>;
+  }
+  getMapState<V>(d: MapStateDescriptor<V>): MapState<V> {
+    return this.host.stateHandle(d) as MapState<V>;
+  }
+}
+
+export class OperatorHost {
+  readonly nodeId: string;
+  readonly spec: OperatorSpec;
+  readonly operator: Operator;
+  /** Flink's InternalTimerService, one per time domain. */
+  readonly eventTimers = new TimerQueue();
+  readonly processingTimers = new TimerQueue();
+
+  // ---- configuration
+  private readonly emitFn: HostEmit;
+  private readonly onWatermarkFn: ((watermark: number) => void) | undefined;
+  private readonly keySelector: KeySelector | undefined;
+  private readonly sidePorts: ReadonlySet<string>;
+  /** Ports of kind `stream`/`reference`: their records leave without a key (a union's output). */
+  private readonly unkeyedPorts: ReadonlySet<string>;
+  private readonly maxParallelism: number;
+  private readonly keyGroupRange: KeyGroupRange | undefined;
+
+  // ---- state that is not checkpointed
+  private readonly ctx: HostContext;
+  private readonly expiry = new ExpiryIndex();
+  private readonly handles = new Map<string, { descriptor: StateDescriptor; handle: unknown }>();
+
+  // ---- state that is checkpointed
+  private readonly backend: KeyedStateBackend;
+  private readonly channelWatermarks: number[];
+  private readonly channelIdle: boolean[];
+  private recordsIn = 0;
+  private recordsOut = 0;
+  private late = 0;
+
+  constructor(opts: OperatorHostOptions) {
+    const { spec, nodeId } = opts;
+    if (!spec.create) throw new Error(`node "${nodeId}": operator type "${spec.type}" has no implementation to run (sources and sinks are run by the runner)`);
+    this.nodeId = nodeId;
+    this.spec = spec;
+    this.emitFn = opts.emit;
+    this.onWatermarkFn = opts.onWatermark;
+    this.maxParallelism = opts.maxParallelism ?? DEFAULT_MAX_PARALLELISM;
+    this.keyGroupRange = opts.keyGroupRange;
+    this.backend = opts.backend ?? new HeapKeyedStateBackend();
+    // `errors` is always open: the engine itself sends records whose key cannot be formed there.
+    this.sidePorts = new Set(["errors", ...spec.outputs.filter((o) => o.side || o.id !== "out").map((o) => o.id)]);
+    this.unkeyedPorts = new Set(spec.outputs.filter((o) => o.kind === "stream" || o.kind === "reference").map((o) => o.id));
+    const channels = Math.max(1, opts.inputChannels ?? 1);
+    this.channelWatermarks = new Array<number>(channels).fill(MIN_WATERMARK);
+    this.channelIdle = new Array<boolean>(channels).fill(false);
+    this.ctx = new HostContext(this, nodeId, opts.processingTime ?? MIN_WATERMARK);
+    this.keySelector = spec.keySelector?.(opts.params);
+
+    const connected = new Set(opts.connectedOutputs ?? spec.outputs.map((o) => o.id));
+    this.operator = spec.create(opts.params, { nodeId, connectedOutputs: connected });
+    if (opts.restoreFrom) this.restore(opts.restoreFrom, opts.keyGroupRange);
+    this.operator.open?.(this.ctx);
+  }
+
+  get watermark(): number {
+    return this.ctx.watermark;
+  }
+  /** Every input channel is idle (Flink's WatermarkStatus.IDLE): downstream need not wait for this node. */
+  get idle(): boolean {
+    return this.channelIdle.every(Boolean);
+  }
+  get processingTime(): number {
+    return this.ctx.processingTime;
+  }
+
+  // ---- records -----------------------------------------------------------------------------
+
+  /** Processes one record arriving on `inputPort` through input channel `channel`. */
+  processElement(record: StreamRecord, inputPort = "in", channel = 0): void {
+    this.recordsIn++;
+    const ctx = this.ctx;
+    let rec = record;
+    if (this.keySelector !== undefined && inputPort === "in") {
+      let key: Key;
+      try {
+        key = this.keySelector(record.value);
+      } catch (e) {
+        ctx.key = record.key;
+        ctx.timestamp = record.timestamp;
+        this.emitSide("errors", errorOutput(record.value, `node "${this.nodeId}": ${(e as Error).message}`), record.timestamp, record.key);
+        return;
+      }
+      if (this.keyGroupRange !== undefined && !keyGroupRangeContains(this.keyGroupRange, keyGroupOf(key, this.maxParallelism))) return;
+      rec = { value: record.value, timestamp: record.timestamp, key };
+    } else if (rec.key === undefined && this.spec.requiresKeyedInput && inputPort === "in") {
+      throw new Error(`node "${this.nodeId}" (${this.spec.type}) needs a keyed input but received a record without a key on channel ${channel}; put a keyBy before it`);
+    }
+    ctx.key = rec.key;
+    ctx.timestamp = rec.timestamp;
+    ctx.inputPort = inputPort;
+    this.operator.processElement(rec, ctx);
+  }
+
+  // ---- watermarks and time -------------------------------------------------------------------
+
+  /**
+   * A watermark from input channel `channel`. The operator's watermark is the minimum over its
+   * non-idle channels; when it advances, due event-time timers fire in order, then onWatermark,
+   * then active TTL cleanup, then the watermark is forwarded. Returns whether it advanced.
+   */
+  processWatermark(watermark: number, channel = 0): boolean {
+    const wms = this.channelWatermarks;
+    if (channel < 0 || channel >= wms.length) throw new RangeError(`node "${this.nodeId}": no input channel ${channel}`);
+    this.channelIdle[channel] = false;
+    if (watermark <= (wms[channel] as number)) return false;
+    wms[channel] = watermark;
+    return this.recomputeWatermark();
+  }
+
+  /** An idle channel no longer holds the operator's watermark back; it becomes active again with its next watermark. */
+  markChannelIdle(channel: number, idle = true): boolean {
+    this.channelIdle[channel] = idle;
+    return this.recomputeWatermark();
+  }
+
+  /** All inputs ended: the watermark becomes +infinity, so every timer fires. */
+  endOfInput(): void {
+    for (let i = 0; i < this.channelWatermarks.length; i++) {
+      this.channelWatermarks[i] = MAX_WATERMARK;
+      this.channelIdle[i] = false;
+    }
+    this.recomputeWatermark();
+  }
+
+  private recomputeWatermark(): boolean {
+    let min = MAX_WATERMARK;
+    let active = 0;
+    const wms = this.channelWatermarks;
+    for (let i = 0; i < wms.length; i++) {
+      if (this.channelIdle[i]) continue;
+      active++;
+      const w = wms[i] as number;
+      if (w < min) min = w;
+    }
+    if (active === 0 || min <= this.ctx.watermark) return false;
+    this.advanceWatermark(min);
+    return true;
+  }
+
+  private advanceWatermark(watermark: number): void {
+    const ctx = this.ctx;
+    // As Flink's timer service: the new watermark is current while its timers fire.
+    ctx.watermark = watermark;
+    this.fireTimers(this.eventTimers, watermark, "event");
+    ctx.key = undefined;
+    ctx.timestamp = watermark;
+    ctx.inputPort = "in";
+    this.operator.onWatermark?.(watermark, ctx);
+    this.expiry.cleanup(watermark);
+    this.onWatermarkFn?.(watermark);
+  }
+
+  /** Advances the injected processing-time clock and fires the processing-time timers it passes. */
+  setProcessingTime(now: number): void {
+    if (now <= this.ctx.processingTime) return;
+    this.ctx.processingTime = now;
+    this.fireTimers(this.processingTimers, now, "processing");
+    this.ctx.key = undefined;
+  }
+
+  private fireTimers(queue: TimerQueue, upTo: number, domain: "event" | "processing"): void {
+    const op = this.operator;
+    const ctx = this.ctx;
+    for (let t = queue.peekTime(); t !== undefined && t <= upTo; t = queue.peekTime()) {
+      for (const due of queue.dueAt(t)) {
+        if (!queue.delete(due.key, t, due.namespace)) continue; // deleted by an earlier onTimer
+        if (op.onTimer === undefined) continue;
+        ctx.key = due.key;
+        ctx.timestamp = t;
+        ctx.inputPort = "in";
+        op.onTimer({ key: due.key, time: t, domain, namespace: due.namespace }, ctx);
+      }
+    }
+  }
+
+  // ---- output ------------------------------------------------------------------------------
+
+  /** @internal Main output, from the context. */
+  emitOut(port: string, value: JsonObject, timestamp: number, key: Key | undefined): void {
+    this.recordsOut++;
+    this.emitFn(port, value, timestamp, this.unkeyedPorts.has(port) ? undefined : key);
+  }
+
+  /** @internal Side output, from the context. */
+  emitSide(port: string, value: JsonObject, timestamp: number, key: Key | undefined): void {
+    if (!this.sidePorts.has(port)) {
+      throw new Error(`node "${this.nodeId}" (${this.spec.type}) emitted on side output "${port}", which its spec does not declare (declared: ${[...this.sidePorts].join(", ") || "none"})`);
+    }
+    if (port === "late") this.late++;
+    this.recordsOut++;
+    this.emitFn(port, value, timestamp, this.unkeyedPorts.has(port) ? undefined : key);
+  }
+
+  // ---- state -------------------------------------------------------------------------------
+
+  /** @internal One handle per state name, created in open(). */
+  stateHandle(d: StateDescriptor): unknown {
+    const existing = this.handles.get(d.name);
+    if (existing) {
+      if (existing.descriptor.kind !== d.kind || !sameTtl(existing.descriptor.ttl, d.ttl)) {
+        throw new Error(`node "${this.nodeId}": state "${d.name}" is declared twice with different kinds or TTLs`);
+      }
+      return existing.handle;
+    }
+    const kind: StateKind = d.kind;
+    const table = this.backend.table<never>(d.name, kind) as StateTable<never>;
+    const ctx = this.ctx;
+    let handle: unknown;
+    if (d.ttl === undefined) {
+      handle = kind === "value" ? new PlainValueState(table, ctx) : kind === "list" ? new PlainListState(table, ctx) : new PlainMapState(table, ctx);
+    } else {
+      handle =
+        kind === "value"
+          ? new TtlValueState(table, ctx, d.ttl, this.expiry)
+          : kind === "list"
+            ? new TtlListState(table, ctx, d.ttl, this.expiry)
+            : new TtlMapState(table, ctx, d.ttl, this.expiry);
+    }
+    this.handles.set(d.name, { descriptor: d, handle });
+    return handle;
+  }
+
+  stateStats(): StateStats {
+    const s = this.backend.stats();
+    let keys = s.keys;
+    const timerKeys = this.eventTimers.keys();
+    for (const k of this.processingTimers.keys()) timerKeys.add(k);
+    if (timerKeys.size > 0) {
+      const withState = new Set<Key>();
+      for (const t of this.backend.tables()) for (const k of t.keys()) withState.add(k);
+      for (const k of timerKeys) if (!withState.has(k)) keys++;
+    }
+    return { keys, stateEntries: s.stateEntries, timers: this.eventTimers.size + this.processingTimers.size, stateBytes: s.stateBytes };
+  }
+
+  metrics(): HostMetrics {
+    return { recordsIn: this.recordsIn, recordsOut: this.recordsOut, late: this.late, watermark: this.ctx.watermark, ...this.stateStats() };
+  }
+
+  // ---- snapshot / restore --------------------------------------------------------------------
+
+  /** Everything needed to continue exactly: keyed state, timers, watermarks, operator state, counters. */
+  snapshot(): Uint8Array {
+    const snap: HostSnapshot = {
+      format: SNAPSHOT_FORMAT,
+      nodeId: this.nodeId,
+      type: this.spec.type,
+      version: this.spec.version,
+      watermark: this.ctx.watermark,
+      channelWatermarks: [...this.channelWatermarks],
+      channelIdle: [...this.channelIdle],
+      processingTime: this.ctx.processingTime,
+      state: this.backend.snapshot(this.maxParallelism),
+      eventTimers: this.eventTimers.snapshot(),
+      processingTimers: this.processingTimers.snapshot(),
+      operator: this.operator.snapshotState?.() ?? null,
+      counters: { recordsIn: this.recordsIn, recordsOut: this.recordsOut, late: this.late },
+    };
+    return encodeSnapshot(snap);
+  }
+
+  private restore(bytes: Uint8Array, range: KeyGroupRange | undefined): void {
+    const snap = decodeSnapshot(bytes) as HostSnapshot;
+    if (snap === null || typeof snap !== "object" || snap.format !== SNAPSHOT_FORMAT) {
+      throw new Error(`node "${this.nodeId}": the snapshot is not an operator snapshot (${SNAPSHOT_FORMAT})`);
+    }
+    if (snap.type !== this.spec.type) {
+      throw new Error(`node "${this.nodeId}": the snapshot was taken from a "${snap.type}" operator, not "${this.spec.type}"; node ids name state, so a node cannot change type and keep its state`);
+    }
+    const maxP = this.maxParallelism;
+    const keep = range ? (k: Key) => keyGroupRangeContains(range, keyGroupOf(k, maxP)) : undefined;
+    this.backend.restore(snap.state, keep);
+    this.eventTimers.restore(snap.eventTimers, keep);
+    this.processingTimers.restore(snap.processingTimers, keep);
+    if (snap.channelWatermarks.length === this.channelWatermarks.length) {
+      snap.channelWatermarks.forEach((w, i) => (this.channelWatermarks[i] = w));
+      snap.channelIdle.forEach((b, i) => (this.channelIdle[i] = b));
+    } else {
+      // The graph changed around this node: start its channels at the restored watermark.
+      this.channelWatermarks.fill(snap.watermark);
+    }
+    this.ctx.watermark = snap.watermark;
+    this.ctx.processingTime = Math.max(this.ctx.processingTime, snap.processingTime);
+    this.recordsIn = snap.counters.recordsIn;
+    this.recordsOut = snap.counters.recordsOut;
+    this.late = snap.counters.late;
+    if (snap.operator !== null) this.operator.restoreState?.(snap.operator);
+  }
+
+  /** Calls the operator's close hook. */
+  close(): void {
+    this.operator.close?.();
+  }
+}
+
+function sameTtl(a: StateTtlConfig | undefined, b: StateTtlConfig | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.ttlMs === b.ttlMs && (a.updateType ?? "onCreateAndWrite") === (b.updateType ?? "onCreateAndWrite");
+}

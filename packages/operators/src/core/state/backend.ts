@@ -1,0 +1,164 @@
+// The keyed state backend: where an operator's keyed state lives, one table per state name.
+// The heap implementation keeps JS Maps; the runner may plug an on-disk backend behind the same
+// synchronous interface (Flink's HashMapStateBackend versus EmbeddedRocksDBStateBackend).
+import type { Key } from "../api";
+import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from "../keys";
+import { estimateBytes, MAP_ENTRY_OVERHEAD } from "./size";
+
+export type StateKind = "value" | "list" | "map";
+
+/**
+ * The state of one descriptor, for all keys. Values are in their stored form (see handles.ts:
+ * TTL'd values carry their last-access stamp; map state is a JS Map of its entries).
+ * Everything is synchronous: operators run on one thread without awaiting.
+ */
+export interface StateTable<V = unknown> {
+  readonly name: string;
+  readonly kind: StateKind;
+  get(key: Key): V | undefined;
+  put(key: Key, value: V): void;
+  delete(key: Key): void;
+  has(key: Key): boolean;
+  /** Number of keys with an entry. */
+  readonly size: number;
+  keys(): IterableIterator<Key>;
+  entries(): IterableIterator<[Key, V]>;
+}
+
+/** One table in a snapshot: entries sorted by (key group, key), map-kind values as [mapKey, value] pairs. */
+export interface TableSnapshot {
+  name: string;
+  kind: StateKind;
+  entries: Array<[Key, unknown]>;
+}
+
+export interface StateBackendStats {
+  /** Distinct keys with an entry in any table. */
+  keys: number;
+  /** Entries over all tables (a map state's entries each count). */
+  stateEntries: number;
+  /** Estimated heap bytes of the entries (keys, values, Map overhead); sampled on big tables. */
+  stateBytes: number;
+}
+
+export interface KeyedStateBackend {
+  /** The table for a state name, created on first use. A name keeps one kind for its life. */
+  table<V>(name: string, kind: StateKind): StateTable<V>;
+  tables(): readonly StateTable<unknown>[];
+  /** Deterministic: tables by name, entries by (key group, key), whatever the insertion history. */
+  snapshot(maxParallelism?: number): TableSnapshot[];
+  /** Replaces all state. `keep` filters keys (a subtask restoring only its key-group range). */
+  restore(tables: readonly TableSnapshot[], keep?: (key: Key) => boolean): void;
+  stats(): StateBackendStats;
+}
+
+class HeapStateTable<V> implements StateTable<V> {
+  readonly map = new Map<Key, V>();
+  constructor(
+    readonly name: string,
+    readonly kind: StateKind,
+  ) {}
+  get(key: Key): V | undefined {
+    return this.map.get(key);
+  }
+  put(key: Key, value: V): void {
+    this.map.set(key, value);
+  }
+  delete(key: Key): void {
+    this.map.delete(key);
+  }
+  has(key: Key): boolean {
+    return this.map.has(key);
+  }
+  get size(): number {
+    return this.map.size;
+  }
+  keys(): IterableIterator<Key> {
+    return this.map.keys();
+  }
+  entries(): IterableIterator<[Key, V]> {
+    return this.map.entries();
+  }
+}
+
+/** Above this many entries, stats() estimates value sizes from an evenly spaced sample. */
+const STATS_SAMPLE = 2_000;
+
+export class HeapKeyedStateBackend implements KeyedStateBackend {
+  private readonly byName = new Map<string, HeapStateTable<unknown>>();
+
+  table<V>(name: string, kind: StateKind): StateTable<V> {
+    let t = this.byName.get(name);
+    if (t === undefined) {
+      t = new HeapStateTable<unknown>(name, kind);
+      this.byName.set(name, t);
+    } else if (t.kind !== kind) {
+      throw new Error(`state "${name}" is declared as ${kind} state but already exists as ${t.kind} state; state names must be unique within an operator`);
+    }
+    return t as HeapStateTable<V>;
+  }
+
+  tables(): readonly StateTable<unknown>[] {
+    return [...this.byName.values()];
+  }
+
+  snapshot(maxParallelism = DEFAULT_MAX_PARALLELISM): TableSnapshot[] {
+    const names = [...this.byName.keys()].sort();
+    const groups = new Map<Key, number>();
+    const groupOf = (k: Key): number => {
+      let g = groups.get(k);
+      if (g === undefined) {
+        g = keyGroupOf(k, maxParallelism);
+        groups.set(k, g);
+      }
+      return g;
+    };
+    return names.map((name) => {
+      const t = this.byName.get(name) as HeapStateTable<unknown>;
+      const keys = [...t.map.keys()].sort((a, b) => groupOf(a) - groupOf(b) || (a < b ? -1 : a > b ? 1 : 0));
+      const entries: Array<[Key, unknown]> = keys.map((k) => {
+        const v = t.map.get(k);
+        return [k, t.kind === "map" ? [...(v as Map<string, unknown>).entries()] : v];
+      });
+      return { name, kind: t.kind, entries };
+    });
+  }
+
+  restore(tables: readonly TableSnapshot[], keep?: (key: Key) => boolean): void {
+    this.byName.clear();
+    for (const ts of tables) {
+      const t = this.table<unknown>(ts.name, ts.kind) as HeapStateTable<unknown>;
+      for (const [k, v] of ts.entries) {
+        if (keep && !keep(k)) continue;
+        t.map.set(k, ts.kind === "map" ? new Map(v as Array<[string, unknown]>) : v);
+      }
+    }
+  }
+
+  stats(): StateBackendStats {
+    const keys = new Set<Key>();
+    let stateEntries = 0;
+    let stateBytes = 0;
+    for (const t of this.byName.values()) {
+      const n = t.map.size;
+      if (n === 0) continue;
+      const step = n > STATS_SAMPLE ? n / STATS_SAMPLE : 1;
+      let next = 0;
+      let i = 0;
+      let sampledBytes = 0;
+      let sampled = 0;
+      for (const [k, v] of t.map) {
+        keys.add(k);
+        stateEntries += t.kind === "map" ? (v as Map<string, unknown>).size : 1;
+        if (i >= next) {
+          sampledBytes += MAP_ENTRY_OVERHEAD + estimateBytes(k) + estimateBytes(v);
+          sampled++;
+          next += step;
+        }
+        i++;
+      }
+      stateBytes += Math.round((sampledBytes / sampled) * n);
+    }
+    return { keys: keys.size, stateEntries, stateBytes };
+  }
+}

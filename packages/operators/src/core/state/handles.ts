@@ -1,0 +1,438 @@
+// State handles (value, list, map) scoped to the current key, with Flink-style state TTL.
+// TTL runs on event time, not the wall clock, so that a replay expires exactly the same state:
+//   - an entry's stamp is the event time of the record or timer that wrote (or, with
+//     onReadAndWrite, read) it, but never below the current watermark, so a late record's write
+//     does not start out already expired;
+//   - an entry is expired once stamp + ttlMs <= the operator's current watermark. Expired
+//     entries are never returned (lazy expiry on access); the ExpiryIndex also removes them
+//     actively as the watermark advances, so keys that are never seen again free their memory.
+// As in Flink, list state expires per element and map state per map entry.
+import type { Key, ListState, MapState, StateTtlConfig, ValueState } from "../api";
+import type { StateTable } from "./backend";
+import { TimedMinHeap } from "../minheap";
+
+/** What the handles read of the engine: the current key and the TTL clock. The host owns it. */
+export interface KeyScope {
+  readonly nodeId: string;
+  /** The key of the record or timer being processed; undefined outside a keyed context. */
+  key: Key | undefined;
+  /** Event time of the record or timer being processed. */
+  timestamp: number;
+  /** The operator's current watermark: the TTL clock. */
+  watermark: number;
+}
+
+/** A TTL'd entry in stored form (Flink's TtlValue): the value and its last-access stamp. */
+export interface TtlEntry<T> {
+  v: T;
+  t: number;
+}
+
+function currentKey(scope: KeyScope, stateName: string): Key {
+  const k = scope.key;
+  if (k === undefined) {
+    throw new Error(`node "${scope.nodeId}": keyed state "${stateName}" used outside a keyed context; put a keyBy before this operator, or use it only in processElement/onTimer`);
+  }
+  return k;
+}
+
+const stampOf = (scope: KeyScope): number => (scope.timestamp > scope.watermark ? scope.timestamp : scope.watermark);
+
+// ---- Expiry index (active TTL cleanup) --------------------------------------------------------
+
+/** A TTL'd table that can purge one key's expired entries and tell its next expiry. */
+export interface TtlTableCleaner {
+  /** Removes the key's expired entries; returns the time its earliest live entry expires, or undefined when none is left. */
+  purge(key: Key, now: number): number | undefined;
+}
+
+interface IndexEntry {
+  time: number;
+  cleaner: TtlTableCleaner;
+  indexed: Set<Key>;
+  key: Key;
+}
+
+/**
+ * Active TTL cleanup: one entry per (TTL'd table, key) at the key's earliest possible expiry.
+ * When the watermark passes it, the key's expired entries are removed, and the key is indexed
+ * again at its next expiry if anything is left (refreshed stamps only move expiry later).
+ */
+export class ExpiryIndex {
+  private readonly heap = new TimedMinHeap<IndexEntry>();
+
+  get size(): number {
+    return this.heap.size;
+  }
+
+  track(cleaner: TtlTableCleaner, indexed: Set<Key>, key: Key, expiry: number): void {
+    if (indexed.has(key)) return;
+    indexed.add(key);
+    this.heap.push({ time: expiry, cleaner, indexed, key });
+  }
+
+  /** Purges everything expired at `now` (the watermark). Returns how many keys were looked at. */
+  cleanup(now: number): number {
+    let n = 0;
+    for (let e = this.heap.peek(); e !== undefined && e.time <= now; e = this.heap.peek()) {
+      this.heap.pop();
+      n++;
+      const next = e.cleaner.purge(e.key, now);
+      if (next === undefined) {
+        e.indexed.delete(e.key);
+      } else {
+        e.time = next;
+        this.heap.push(e);
+      }
+    }
+    return n;
+  }
+
+  clear(): void {
+    this.heap.clear();
+  }
+}
+
+// ---- Plain handles (no TTL) -------------------------------------------------------------------
+
+const EMPTY: readonly never[] = Object.freeze([]);
+
+export class PlainValueState<T> implements ValueState<T> {
+  constructor(
+    private readonly table: StateTable<T>,
+    private readonly scope: KeyScope,
+  ) {}
+  value(): T | undefined {
+    return this.table.get(currentKey(this.scope, this.table.name));
+  }
+  update(value: T): void {
+    if (value === undefined) throw new Error(`node "${this.scope.nodeId}": value state "${this.table.name}" cannot hold undefined; call clear() instead`);
+    this.table.put(currentKey(this.scope, this.table.name), value);
+  }
+  clear(): void {
+    this.table.delete(currentKey(this.scope, this.table.name));
+  }
+}
+
+export class PlainListState<T> implements ListState<T> {
+  constructor(
+    private readonly table: StateTable<T[]>,
+    private readonly scope: KeyScope,
+  ) {}
+  get(): readonly T[] {
+    return this.table.get(currentKey(this.scope, this.table.name)) ?? EMPTY;
+  }
+  add(value: T): void {
+    const k = currentKey(this.scope, this.table.name);
+    const list = this.table.get(k);
+    if (list === undefined) this.table.put(k, [value]);
+    else {
+      list.push(value);
+      this.table.put(k, list);
+    }
+  }
+  update(values: readonly T[]): void {
+    const k = currentKey(this.scope, this.table.name);
+    if (values.length === 0) this.table.delete(k);
+    else this.table.put(k, values.slice());
+  }
+  clear(): void {
+    this.table.delete(currentKey(this.scope, this.table.name));
+  }
+}
+
+export class PlainMapState<V> implements MapState<V> {
+  constructor(
+    private readonly table: StateTable<Map<string, V>>,
+    private readonly scope: KeyScope,
+  ) {}
+  private map(): Map<string, V> | undefined {
+    return this.table.get(currentKey(this.scope, this.table.name));
+  }
+  get(mapKey: string): V | undefined {
+    return this.map()?.get(mapKey);
+  }
+  put(mapKey: string, value: V): void {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    if (m === undefined) this.table.put(k, new Map([[mapKey, value]]));
+    else {
+      m.set(mapKey, value);
+      this.table.put(k, m);
+    }
+  }
+  remove(mapKey: string): void {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    if (m === undefined || !m.delete(mapKey)) return;
+    if (m.size === 0) this.table.delete(k);
+    else this.table.put(k, m);
+  }
+  contains(mapKey: string): boolean {
+    return this.map()?.has(mapKey) ?? false;
+  }
+  entries(): IterableIterator<[string, V]> {
+    return (this.map() ?? new Map<string, V>()).entries();
+  }
+  keys(): IterableIterator<string> {
+    return (this.map() ?? new Map<string, V>()).keys();
+  }
+  isEmpty(): boolean {
+    return (this.map()?.size ?? 0) === 0;
+  }
+  clear(): void {
+    this.table.delete(currentKey(this.scope, this.table.name));
+  }
+}
+
+// ---- TTL handles --------------------------------------------------------------------------------
+
+abstract class TtlHandle<S> implements TtlTableCleaner {
+  protected readonly ttlMs: number;
+  protected readonly refreshOnRead: boolean;
+  readonly indexed = new Set<Key>();
+
+  constructor(
+    protected readonly table: StateTable<S>,
+    protected readonly scope: KeyScope,
+    ttl: StateTtlConfig,
+    protected readonly index: ExpiryIndex,
+  ) {
+    if (!(ttl.ttlMs > 0) || !Number.isFinite(ttl.ttlMs)) {
+      throw new Error(`node "${scope.nodeId}": state "${table.name}" has ttlMs ${ttl.ttlMs}; a TTL must be a positive number of milliseconds`);
+    }
+    this.ttlMs = ttl.ttlMs;
+    this.refreshOnRead = ttl.updateType === "onReadAndWrite";
+    // After a restore the table already holds entries: index them so they expire actively too.
+    for (const [k, s] of table.entries()) {
+      const next = this.earliestStamp(s);
+      if (next !== undefined) index.track(this, this.indexed, k, next + this.ttlMs);
+    }
+  }
+
+  protected expired(stamp: number): boolean {
+    return stamp + this.ttlMs <= this.scope.watermark;
+  }
+
+  protected track(key: Key): void {
+    if (!this.indexed.has(key)) this.index.track(this, this.indexed, key, stampOf(this.scope) + this.ttlMs);
+  }
+
+  /** The smallest stamp among the stored entries of one key. */
+  protected abstract earliestStamp(stored: S): number | undefined;
+  abstract purge(key: Key, now: number): number | undefined;
+}
+
+export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueState<T> {
+  value(): T | undefined {
+    const k = currentKey(this.scope, this.table.name);
+    const e = this.table.get(k);
+    if (e === undefined) return undefined;
+    if (this.expired(e.t)) {
+      this.table.delete(k);
+      return undefined;
+    }
+    if (this.refreshOnRead) {
+      e.t = stampOf(this.scope);
+      this.table.put(k, e);
+    }
+    return e.v;
+  }
+  update(value: T): void {
+    if (value === undefined) throw new Error(`node "${this.scope.nodeId}": value state "${this.table.name}" cannot hold undefined; call clear() instead`);
+    const k = currentKey(this.scope, this.table.name);
+    const e = this.table.get(k);
+    const t = stampOf(this.scope);
+    if (e === undefined) this.table.put(k, { v: value, t });
+    else {
+      e.v = value;
+      e.t = t;
+      this.table.put(k, e);
+    }
+    this.track(k);
+  }
+  clear(): void {
+    this.table.delete(currentKey(this.scope, this.table.name));
+  }
+  protected earliestStamp(stored: TtlEntry<T>): number {
+    return stored.t;
+  }
+  purge(key: Key, now: number): number | undefined {
+    const e = this.table.get(key);
+    if (e === undefined) return undefined;
+    if (e.t + this.ttlMs <= now) {
+      this.table.delete(key);
+      return undefined;
+    }
+    return e.t + this.ttlMs;
+  }
+}
+
+export class TtlListState<T> extends TtlHandle<Array<TtlEntry<T>>> implements ListState<T> {
+  get(): readonly T[] {
+    const k = currentKey(this.scope, this.table.name);
+    const list = this.table.get(k);
+    if (list === undefined) return EMPTY;
+    const out: T[] = [];
+    let live = 0;
+    const stamp = stampOf(this.scope);
+    for (const e of list) {
+      if (this.expired(e.t)) continue;
+      if (this.refreshOnRead) e.t = stamp;
+      list[live++] = e;
+      out.push(e.v);
+    }
+    if (live === 0) this.table.delete(k);
+    else if (live !== list.length || this.refreshOnRead) {
+      list.length = live;
+      this.table.put(k, list);
+    }
+    return out;
+  }
+  add(value: T): void {
+    const k = currentKey(this.scope, this.table.name);
+    const list = this.table.get(k);
+    const e = { v: value, t: stampOf(this.scope) };
+    if (list === undefined) this.table.put(k, [e]);
+    else {
+      list.push(e);
+      this.table.put(k, list);
+    }
+    this.track(k);
+  }
+  update(values: readonly T[]): void {
+    const k = currentKey(this.scope, this.table.name);
+    if (values.length === 0) {
+      this.table.delete(k);
+      return;
+    }
+    const t = stampOf(this.scope);
+    this.table.put(
+      k,
+      values.map((v) => ({ v, t })),
+    );
+    this.track(k);
+  }
+  clear(): void {
+    this.table.delete(currentKey(this.scope, this.table.name));
+  }
+  protected earliestStamp(stored: Array<TtlEntry<T>>): number | undefined {
+    let min: number | undefined;
+    for (const e of stored) if (min === undefined || e.t < min) min = e.t;
+    return min;
+  }
+  purge(key: Key, now: number): number | undefined {
+    const list = this.table.get(key);
+    if (list === undefined) return undefined;
+    const kept = list.filter((e) => e.t + this.ttlMs > now);
+    if (kept.length === 0) {
+      this.table.delete(key);
+      return undefined;
+    }
+    if (kept.length !== list.length) this.table.put(key, kept);
+    return (this.earliestStamp(kept) as number) + this.ttlMs;
+  }
+}
+
+export class TtlMapState<V> extends TtlHandle<Map<string, TtlEntry<V>>> implements MapState<V> {
+  private liveEntry(k: Key, m: Map<string, TtlEntry<V>>, mapKey: string): TtlEntry<V> | undefined {
+    const e = m.get(mapKey);
+    if (e === undefined) return undefined;
+    if (this.expired(e.t)) {
+      m.delete(mapKey);
+      if (m.size === 0) this.table.delete(k);
+      else this.table.put(k, m);
+      return undefined;
+    }
+    return e;
+  }
+  get(mapKey: string): V | undefined {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    if (m === undefined) return undefined;
+    const e = this.liveEntry(k, m, mapKey);
+    if (e === undefined) return undefined;
+    if (this.refreshOnRead) {
+      e.t = stampOf(this.scope);
+      this.table.put(k, m);
+    }
+    return e.v;
+  }
+  put(mapKey: string, value: V): void {
+    const k = currentKey(this.scope, this.table.name);
+    const e = { v: value, t: stampOf(this.scope) };
+    const m = this.table.get(k);
+    if (m === undefined) this.table.put(k, new Map([[mapKey, e]]));
+    else {
+      m.set(mapKey, e);
+      this.table.put(k, m);
+    }
+    this.track(k);
+  }
+  remove(mapKey: string): void {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    if (m === undefined || !m.delete(mapKey)) return;
+    if (m.size === 0) this.table.delete(k);
+    else this.table.put(k, m);
+  }
+  contains(mapKey: string): boolean {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    return m !== undefined && this.liveEntry(k, m, mapKey) !== undefined;
+  }
+  /** Live entries only; drops the expired ones it meets. Refreshes stamps under onReadAndWrite. */
+  private live(): Array<[string, TtlEntry<V>]> {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    if (m === undefined) return [];
+    const out: Array<[string, TtlEntry<V>]> = [];
+    const stamp = stampOf(this.scope);
+    for (const [mk, e] of m) {
+      if (this.expired(e.t)) m.delete(mk);
+      else {
+        if (this.refreshOnRead) e.t = stamp;
+        out.push([mk, e]);
+      }
+    }
+    if (m.size === 0) this.table.delete(k);
+    else this.table.put(k, m);
+    return out;
+  }
+  entries(): IterableIterator<[string, V]> {
+    return this.live()
+      .map(([mk, e]): [string, V] => [mk, e.v])
+      [Symbol.iterator]();
+  }
+  keys(): IterableIterator<string> {
+    return this.live()
+      .map(([mk]) => mk)
+      [Symbol.iterator]();
+  }
+  isEmpty(): boolean {
+    const k = currentKey(this.scope, this.table.name);
+    const m = this.table.get(k);
+    if (m === undefined) return true;
+    for (const e of m.values()) if (!this.expired(e.t)) return false;
+    return true;
+  }
+  clear(): void {
+    this.table.delete(currentKey(this.scope, this.table.name));
+  }
+  protected earliestStamp(stored: Map<string, TtlEntry<V>>): number | undefined {
+    let min: number | undefined;
+    for (const e of stored.values()) if (min === undefined || e.t < min) min = e.t;
+    return min;
+  }
+  purge(key: Key, now: number): number | undefined {
+    const m = this.table.get(key);
+    if (m === undefined) return undefined;
+    for (const [mk, e] of m) if (e.t + this.ttlMs <= now) m.delete(mk);
+    if (m.size === 0) {
+      this.table.delete(key);
+      return undefined;
+    }
+    this.table.put(key, m);
+    return (this.earliestStamp(m) as number) + this.ttlMs;
+  }
+}

@@ -1,0 +1,4 @@
+// Keyed state: the backend interface, the heap backend, and the key-scoped handles with TTL.
+export * from "./backend";
+export * from "./handles";
+export { estimateBytes } from "./size";

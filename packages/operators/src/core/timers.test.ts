@@ -1,0 +1,89 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { TimerQueue } from "./timers";
+
+/** Pops everything due up to `limit` the way the host does, returning [time, key, ns] in firing order. */
+function fireAll(q: TimerQueue, limit: number): Array<[number, string, string]> {
+  const out: Array<[number, string, string]> = [];
+  for (let t = q.peekTime(); t !== undefined && t <= limit; t = q.peekTime()) {
+    for (const d of q.dueAt(t)) if (q.delete(d.key, t, d.namespace)) out.push([t, d.key, d.namespace]);
+  }
+  return out;
+}
+
+describe("TimerQueue", () => {
+  it("deduplicates (key, time, namespace)", () => {
+    const q = new TimerQueue();
+    expect(q.register("a", 10, "")).toBe(true);
+    expect(q.register("a", 10, "")).toBe(false);
+    expect(q.register("a", 10, "cleanup")).toBe(true);
+    expect(q.register("b", 10, "")).toBe(true);
+    expect(q.size).toBe(3);
+  });
+
+  it("deletes, and skips times whose timers were all deleted", () => {
+    const q = new TimerQueue();
+    q.register("a", 5, "");
+    q.register("a", 7, "");
+    expect(q.delete("a", 5, "")).toBe(true);
+    expect(q.delete("a", 5, "")).toBe(false);
+    expect(q.peekTime()).toBe(7);
+    expect(fireAll(q, 100)).toEqual([[7, "a", ""]]);
+    expect(q.size).toBe(0);
+  });
+
+  it("fires in time order, ties by key then namespace, whatever the registration order", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 20 }), fc.constantFrom("a", "b", "c", "é", "A"), fc.constantFrom("", "x", "y")), { maxLength: 60 }), (timers) => {
+        const q1 = new TimerQueue();
+        const q2 = new TimerQueue();
+        for (const [t, k, ns] of timers) q1.register(k, t, ns);
+        for (const [t, k, ns] of [...timers].reverse()) q2.register(k, t, ns);
+        const expected = [...new Map(timers.map(([t, k, ns]) => [`${t}|${k}|${ns}`, [t, k, ns] as [number, string, string]])).values()].sort(
+          (x, y) => x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) || (x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0),
+        );
+        expect(fireAll(q1, 100)).toEqual(expected);
+        expect(fireAll(q2, 100)).toEqual(expected);
+      }),
+    );
+  });
+
+  it("fires only timers <= the limit", () => {
+    const q = new TimerQueue();
+    q.register("a", 10, "");
+    q.register("a", 11, "");
+    expect(fireAll(q, 10)).toEqual([[10, "a", ""]]);
+    expect(q.size).toBe(1);
+  });
+
+  it("snapshots deterministically and restores (optionally filtered by key)", () => {
+    const q = new TimerQueue();
+    q.register("b", 2, "");
+    q.register("a", 2, "");
+    q.register("a", 1, "n");
+    const snap = q.snapshot();
+    expect(snap).toEqual([
+      [1, "n", "a"],
+      [2, "", "a"],
+      [2, "", "b"],
+    ]);
+    const r = new TimerQueue();
+    r.restore(snap, (k) => k === "a");
+    expect(r.snapshot()).toEqual([
+      [1, "n", "a"],
+      [2, "", "a"],
+    ]);
+  });
+
+  it("does not pile up stale times when timers are registered and deleted repeatedly", () => {
+    const q = new TimerQueue();
+    for (let i = 0; i < 10_000; i++) {
+      q.register("k", 1_000 + i, "");
+      q.delete("k", 1_000 + i, "");
+    }
+    q.register("k", 5, "");
+    expect(q.size).toBe(1);
+    expect((q as unknown as { times: { size: number } }).times.size).toBeLessThan(200);
+    expect(fireAll(q, Infinity)).toEqual([[5, "k", ""]]);
+  });
+});

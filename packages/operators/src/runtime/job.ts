@@ -1,0 +1,474 @@
+// LocalJob: a validated pipeline executed in one thread, all key groups in one process. The runner
+// and `keyflow run` own the I/O: they push raw source records in, advance the injected clock, and
+// drain sink records and dead letters out. Everything in between is deterministic.
+import type { JsonObject, JsonValue, Key } from "../core/api";
+import { MAX_WATERMARK, MIN_WATERMARK } from "../core/api";
+import { OperatorHost } from "../core/host";
+import type { KeyGroupRange } from "../core/keys";
+import type { OperatorSpec } from "../core/spec";
+import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
+import { getOperatorSpec } from "../catalog";
+import type { PipelineDocument } from "../pipeline/document";
+import { validatePipeline } from "../pipeline/validate";
+import { readField } from "../operators/shared/fields";
+import { compileGraph, PipelineInvalidError, type GraphNode, type JobGraph, type PipelineIssue } from "./graph";
+import { eventTimeOf } from "./timestamps";
+
+export { PipelineInvalidError, type PipelineIssue };
+
+/** Where a source record came from, as the runner knows it; echoed in dead letters. */
+export interface SourceOrigin {
+  partition: number;
+  offset?: string;
+  topic?: string;
+  path?: string;
+  line?: number;
+}
+
+export type JobEmission =
+  | { kind: "sink"; nodeId: string; value: JsonObject; timestamp: number; key?: string }
+  | {
+      kind: "deadLetter";
+      nodeId: string;
+      port?: string;
+      reason: string;
+      raw?: string;
+      value?: JsonValue;
+      origin?: SourceOrigin & { sourceNodeId: string };
+    };
+
+export interface LocalJobOptions {
+  /** The injected processing-time clock's start; default -infinity. */
+  processingTime?: number;
+  /** Restricts keyed processing to these key groups (inclusive), for one of the runner's subtasks. */
+  keyGroupRange?: KeyGroupRange;
+}
+
+export interface NodeMetrics {
+  recordsIn: number;
+  recordsOut: number;
+  late: number;
+  deadLetters: number;
+  keys: number;
+  timers: number;
+  stateBytes: number;
+  watermark: number;
+}
+
+export interface JobEndpoint {
+  nodeId: string;
+  type: string;
+  /** Params parsed by the spec (defaults filled). */
+  params: unknown;
+}
+
+const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
+
+interface PartitionState {
+  /** Largest event time seen on the partition. */
+  max: number;
+  idle: boolean;
+}
+
+/** A source node: event-time extraction and the bounded-out-of-orderness watermark per partition. */
+class SourceRuntime {
+  readonly partitions = new Map<number, PartitionState>();
+  /** The watermark last forwarded downstream. */
+  emitted = MIN_WATERMARK;
+  ended = false;
+  idle = false;
+  recordsIn = 0;
+  recordsOut = 0;
+  deadLetters = 0;
+  readonly timestampField: string;
+  readonly maxOutOfOrdernessMs: number;
+
+  constructor(readonly node: GraphNode) {
+    const p = node.params as { timestampField?: unknown; maxOutOfOrdernessMs?: unknown };
+    if (typeof p.timestampField !== "string") throw new PipelineInvalidError([{ severity: "error", nodeId: node.id, param: "timestampField", message: "a source needs a timestampField" }]);
+    this.timestampField = p.timestampField;
+    this.maxOutOfOrdernessMs = typeof p.maxOutOfOrdernessMs === "number" ? p.maxOutOfOrdernessMs : 10_000;
+  }
+
+  /** min over non-idle partitions of (max − maxOutOfOrderness − 1); undefined when every partition is idle. */
+  currentWatermark(): number | undefined {
+    if (this.ended) return MAX_WATERMARK;
+    let min: number | undefined;
+    for (const p of this.partitions.values()) {
+      if (p.idle) continue;
+      const w = p.max - this.maxOutOfOrdernessMs - 1;
+      if (min === undefined || w < min) min = w;
+    }
+    return min;
+  }
+
+  allIdle(): boolean {
+    if (this.partitions.size === 0) return false;
+    for (const p of this.partitions.values()) if (!p.idle) return false;
+    return true;
+  }
+}
+
+export class LocalJob {
+  readonly sources: JobEndpoint[];
+  readonly sinks: JobEndpoint[];
+
+  private readonly graph: JobGraph;
+  private readonly hosts = new Map<string, OperatorHost>();
+  private readonly sourceRuntimes = new Map<string, SourceRuntime>();
+  /** Distinct (downstream node, channel) pairs per node: where its watermark goes. */
+  private readonly downstream = new Map<string, Array<{ to: string; channel: number }>>();
+  private readonly idleNodes = new Set<string>();
+  private readonly sinkCounts = new Map<string, number>();
+  private readonly deadLetterCounts = new Map<string, number>();
+  private emissions: JobEmission[] = [];
+  private processingTime: number;
+  private readonly decoder = new TextDecoder("utf-8", { fatal: true });
+
+  private constructor(
+    readonly document: PipelineDocument,
+    opts: LocalJobOptions,
+    restored?: JobSnapshot,
+  ) {
+    this.graph = compileGraph(document, getOperatorSpec);
+    this.processingTime = opts.processingTime ?? MIN_WATERMARK;
+    if (restored) this.processingTime = Math.max(this.processingTime, restored.processingTime);
+    const maxParallelism = document.settings.maxParallelism;
+    for (const id of this.graph.order) {
+      const node = this.graph.nodes.get(id) as GraphNode;
+      const seen = new Set<string>();
+      const down: Array<{ to: string; channel: number }> = [];
+      for (const routes of node.routes.values()) {
+        for (const r of routes) {
+          if (seen.has(r.to)) continue;
+          seen.add(r.to);
+          down.push({ to: r.to, channel: r.channel });
+        }
+      }
+      this.downstream.set(id, down);
+      if (node.role === "source") this.sourceRuntimes.set(id, new SourceRuntime(node));
+      else if (node.role === "sink") this.sinkCounts.set(id, 0);
+      else {
+        const hostSnapshot = restored?.nodes[id];
+        const host = new OperatorHost({
+          nodeId: id,
+          spec: node.spec,
+          params: node.params,
+          connectedOutputs: node.connectedOutputs,
+          inputChannels: node.upstream.length,
+          maxParallelism,
+          processingTime: this.processingTime,
+          emit: (port, value, timestamp, key) => this.route(node, port, value, timestamp, key),
+          onWatermark: (wm) => this.forwardWatermark(id, wm),
+          ...(opts.keyGroupRange ? { keyGroupRange: opts.keyGroupRange } : {}),
+          ...(hostSnapshot ? { restoreFrom: hostSnapshot } : {}),
+        });
+        this.hosts.set(id, host);
+      }
+      this.deadLetterCounts.set(id, 0);
+    }
+    if (restored) this.restoreRuntime(restored);
+    const endpoint = (n: GraphNode): JobEndpoint => ({ nodeId: n.id, type: n.type, params: n.params });
+    const all = this.graph.order.map((id) => this.graph.nodes.get(id) as GraphNode);
+    this.sources = all.filter((n) => n.role === "source").map(endpoint);
+    this.sinks = all.filter((n) => n.role === "sink").map(endpoint);
+  }
+
+  /** Validates and compiles `doc`; throws PipelineInvalidError naming every problem when it cannot run. */
+  static create(doc: unknown, opts: LocalJobOptions = {}): LocalJob {
+    return new LocalJob(LocalJob.validated(doc), opts);
+  }
+
+  /** A job continuing from `bytes` (taken by snapshot() on a job of the same pipeline). */
+  static restore(doc: unknown, bytes: Uint8Array, opts: LocalJobOptions = {}): LocalJob {
+    const snap = decodeSnapshot(bytes) as JobSnapshot;
+    if (snap === null || typeof snap !== "object" || snap.format !== JOB_SNAPSHOT_FORMAT) {
+      throw new Error(`not a job snapshot (${JOB_SNAPSHOT_FORMAT})`);
+    }
+    return new LocalJob(LocalJob.validated(doc), opts, snap);
+  }
+
+  private static validated(doc: unknown): PipelineDocument {
+    const result = validatePipeline(doc);
+    if (!result.ok || !result.document) throw new PipelineInvalidError(result.issues);
+    return result.document;
+  }
+
+  // ---- input ---------------------------------------------------------------------------------
+
+  /** One raw source record (a Kafka message value, a file line). Malformed input becomes a dead letter; never throws for it. */
+  pushRaw(sourceNodeId: string, raw: string | Uint8Array, origin: SourceOrigin): void {
+    const src = this.source(sourceNodeId);
+    let text: string;
+    if (typeof raw === "string") text = raw;
+    else {
+      try {
+        text = this.decoder.decode(raw);
+      } catch {
+        src.recordsIn++;
+        this.sourceDeadLetter(src, origin, "is not valid UTF-8", new TextDecoder().decode(raw));
+        return;
+      }
+    }
+    let value: JsonValue;
+    try {
+      value = JSON.parse(text) as JsonValue;
+    } catch (e) {
+      src.recordsIn++;
+      this.sourceDeadLetter(src, origin, `is not valid JSON (${(e as Error).message})`, text);
+      return;
+    }
+    this.pushParsed(src, value, origin, text);
+  }
+
+  /** One already-parsed source record. */
+  pushValue(sourceNodeId: string, value: JsonValue, origin: SourceOrigin): void {
+    this.pushParsed(this.source(sourceNodeId), value, origin, undefined);
+  }
+
+  private pushParsed(src: SourceRuntime, value: JsonValue, origin: SourceOrigin, raw: string | undefined): void {
+    src.recordsIn++;
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      this.sourceDeadLetter(src, origin, `is ${value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`}, not a JSON object`, raw, value);
+      return;
+    }
+    const ts = eventTimeOf(readField(value, src.timestampField));
+    if (typeof ts === "string") {
+      this.sourceDeadLetter(src, origin, `has no event time: timestamp field "${src.timestampField}" ${ts}`, raw, value);
+      return;
+    }
+    if (src.ended) {
+      this.sourceDeadLetter(src, origin, "arrived after the end of its input", raw, value);
+      return;
+    }
+    let p = src.partitions.get(origin.partition);
+    if (p === undefined) {
+      p = { max: MIN_WATERMARK, idle: false };
+      src.partitions.set(origin.partition, p);
+    } else if (p.idle) p.idle = false;
+    if (src.idle) this.setSourceIdle(src, false);
+    // The record goes out before it moves the watermark: it is late iff ts <= the watermark at its arrival.
+    src.recordsOut++;
+    this.route(src.node, "out", value, ts, undefined);
+    if (ts > p.max) {
+      p.max = ts;
+      this.updateSourceWatermark(src);
+    }
+  }
+
+  /** The runner saw no record on this partition for idleTimeoutMs: it stops holding the watermark back. */
+  markPartitionIdle(sourceNodeId: string, partition: number): void {
+    const src = this.source(sourceNodeId);
+    const p = src.partitions.get(partition);
+    if (p === undefined) src.partitions.set(partition, { max: MIN_WATERMARK, idle: true });
+    else p.idle = true;
+    if (src.allIdle()) this.setSourceIdle(src, true);
+    else this.updateSourceWatermark(src);
+  }
+
+  /** The source's input is exhausted: its watermark becomes +infinity, firing every window and timer downstream. */
+  endOfInput(sourceNodeId: string): void {
+    const src = this.source(sourceNodeId);
+    if (src.ended) return;
+    src.ended = true;
+    src.idle = false;
+    src.emitted = MAX_WATERMARK;
+    this.forwardWatermark(src.node.id, MAX_WATERMARK);
+  }
+
+  /** Advances the injected processing-time clock of every operator (firing their processing-time timers). */
+  advanceProcessingTime(now: number): void {
+    if (now <= this.processingTime) return;
+    this.processingTime = now;
+    for (const id of this.graph.order) this.hosts.get(id)?.setProcessingTime(now);
+  }
+
+  /** Everything emitted since the last drain, in order. */
+  drain(): JobEmission[] {
+    const out = this.emissions;
+    this.emissions = [];
+    return out;
+  }
+
+  // ---- routing ---------------------------------------------------------------------------------
+
+  private route(node: GraphNode, port: string, value: JsonObject, timestamp: number, key: Key | undefined): void {
+    const routes = node.routes.get(port);
+    if (routes === undefined) {
+      if (port === "late" || port === "errors") this.operatorDeadLetter(node, port, value, timestamp);
+      return;
+    }
+    for (const r of routes) {
+      const host = this.hosts.get(r.to);
+      if (host !== undefined) {
+        host.processElement(key === undefined ? { value, timestamp } : { value, timestamp, key }, r.port, r.channel);
+        continue;
+      }
+      // A sink: the runner writes these.
+      this.sinkCounts.set(r.to, (this.sinkCounts.get(r.to) ?? 0) + 1);
+      this.emissions.push(key === undefined ? { kind: "sink", nodeId: r.to, value, timestamp } : { kind: "sink", nodeId: r.to, value, timestamp, key });
+    }
+  }
+
+  /** A `late` or `errors` record on a port without an edge: never silently dropped. */
+  private operatorDeadLetter(node: GraphNode, port: string, value: JsonObject, timestamp: number): void {
+    this.deadLetterCounts.set(node.id, (this.deadLetterCounts.get(node.id) ?? 0) + 1);
+    if (port === "errors" && typeof value.error === "string" && value.record !== null && typeof value.record === "object" && !Array.isArray(value.record)) {
+      this.emissions.push({ kind: "deadLetter", nodeId: node.id, port, reason: value.error, value: value.record });
+      return;
+    }
+    const wm = this.hosts.get(node.id)?.watermark ?? MIN_WATERMARK;
+    const reason =
+      port === "late"
+        ? `node "${node.id}": late record (timestamp ${timestamp} <= watermark ${wm}); connect the "late" port to handle late records`
+        : `node "${node.id}": record on the unconnected "${port}" port`;
+    this.emissions.push({ kind: "deadLetter", nodeId: node.id, port, reason, value });
+  }
+
+  private sourceDeadLetter(src: SourceRuntime, origin: SourceOrigin, what: string, raw: string | undefined, value?: JsonValue): void {
+    src.deadLetters++;
+    const where = [`partition ${origin.partition}`, origin.topic !== undefined ? `topic ${origin.topic}` : "", origin.offset !== undefined ? `offset ${origin.offset}` : "", origin.path !== undefined ? `file ${origin.path}` : "", origin.line !== undefined ? `line ${origin.line}` : ""]
+      .filter(Boolean)
+      .join(", ");
+    const e: JobEmission = { kind: "deadLetter", nodeId: src.node.id, reason: `source "${src.node.id}" (${where}): the record ${what}`, origin: { ...origin, sourceNodeId: src.node.id } };
+    if (raw !== undefined) e.raw = raw;
+    if (value !== undefined) e.value = value;
+    this.emissions.push(e);
+  }
+
+  // ---- watermarks and idleness -------------------------------------------------------------------
+
+  private updateSourceWatermark(src: SourceRuntime): void {
+    const wm = src.currentWatermark();
+    if (wm !== undefined && wm > src.emitted) {
+      src.emitted = wm;
+      this.forwardWatermark(src.node.id, wm);
+    }
+  }
+
+  private forwardWatermark(fromId: string, wm: number): void {
+    for (const d of this.downstream.get(fromId) ?? []) {
+      const host = this.hosts.get(d.to);
+      if (host === undefined) continue; // sinks take no watermarks
+      const wasIdle = this.idleNodes.has(d.to);
+      host.processWatermark(wm, d.channel);
+      if (wasIdle) this.updateIdle(d.to);
+    }
+  }
+
+  private setSourceIdle(src: SourceRuntime, idle: boolean): void {
+    src.idle = idle;
+    if (!idle) this.updateSourceWatermark(src);
+    this.propagateIdle(src.node.id, idle);
+  }
+
+  /** Flink's WatermarkStatus: a node whose inputs are all idle is idle and holds nobody back downstream. */
+  private propagateIdle(fromId: string, idle: boolean): void {
+    for (const d of this.downstream.get(fromId) ?? []) {
+      const host = this.hosts.get(d.to);
+      if (host === undefined) continue;
+      host.markChannelIdle(d.channel, idle);
+      this.updateIdle(d.to);
+    }
+  }
+
+  private updateIdle(nodeId: string): void {
+    const host = this.hosts.get(nodeId);
+    if (host === undefined) return;
+    const idle = host.idle;
+    if (idle === this.idleNodes.has(nodeId)) return;
+    if (idle) this.idleNodes.add(nodeId);
+    else this.idleNodes.delete(nodeId);
+    this.propagateIdle(nodeId, idle);
+  }
+
+  // ---- snapshot, metrics ---------------------------------------------------------------------------
+
+  /**
+   * The whole job's state: every operator's snapshot and every source's partition watermarks.
+   * Emissions not yet drained are not part of it: drain (and write them) before snapshotting.
+   */
+  snapshot(): Uint8Array {
+    const nodes: Record<string, Uint8Array> = {};
+    for (const id of this.graph.order) {
+      const h = this.hosts.get(id);
+      if (h) nodes[id] = h.snapshot();
+    }
+    const sources: JobSnapshot["sources"] = {};
+    for (const [id, s] of this.sourceRuntimes) {
+      sources[id] = {
+        partitions: [...s.partitions.entries()].sort((a, b) => a[0] - b[0]).map(([p, st]) => [p, st.max, st.idle]),
+        emitted: s.emitted,
+        ended: s.ended,
+        idle: s.idle,
+        counters: [s.recordsIn, s.recordsOut, s.deadLetters],
+      };
+    }
+    const snap: JobSnapshot = {
+      format: JOB_SNAPSHOT_FORMAT,
+      pipeline: this.document.name,
+      processingTime: this.processingTime,
+      nodes,
+      sources,
+      idleNodes: [...this.idleNodes].sort(),
+      sinkCounts: Object.fromEntries([...this.sinkCounts].sort()),
+      deadLetterCounts: Object.fromEntries([...this.deadLetterCounts].sort()),
+    };
+    return encodeSnapshot(snap);
+  }
+
+  private restoreRuntime(snap: JobSnapshot): void {
+    for (const [id, s] of Object.entries(snap.sources)) {
+      const src = this.sourceRuntimes.get(id);
+      if (!src) continue; // the source was removed from the pipeline
+      for (const [p, max, idle] of s.partitions) src.partitions.set(p, { max, idle });
+      src.emitted = s.emitted;
+      src.ended = s.ended;
+      src.idle = s.idle;
+      [src.recordsIn, src.recordsOut, src.deadLetters] = s.counters;
+    }
+    for (const id of snap.idleNodes) if (this.hosts.has(id)) this.idleNodes.add(id);
+    for (const [id, n] of Object.entries(snap.sinkCounts)) if (this.sinkCounts.has(id)) this.sinkCounts.set(id, n);
+    for (const [id, n] of Object.entries(snap.deadLetterCounts)) if (this.deadLetterCounts.has(id)) this.deadLetterCounts.set(id, n);
+  }
+
+  metrics(): Record<string, NodeMetrics> {
+    const out: Record<string, NodeMetrics> = {};
+    for (const id of this.graph.order) {
+      const deadLetters = this.deadLetterCounts.get(id) ?? 0;
+      const host = this.hosts.get(id);
+      const src = this.sourceRuntimes.get(id);
+      if (host) out[id] = { ...pick(host.metrics()), deadLetters };
+      else if (src) out[id] = { recordsIn: src.recordsIn, recordsOut: src.recordsOut, late: 0, deadLetters: src.deadLetters, keys: 0, timers: 0, stateBytes: 0, watermark: src.emitted };
+      else out[id] = { recordsIn: this.sinkCounts.get(id) ?? 0, recordsOut: 0, late: 0, deadLetters: 0, keys: 0, timers: 0, stateBytes: 0, watermark: MIN_WATERMARK };
+    }
+    return out;
+  }
+
+  /** The spec and parsed params of a node (for the runner's I/O on sources and sinks). */
+  node(nodeId: string): { spec: OperatorSpec; params: unknown } | undefined {
+    const n = this.graph.nodes.get(nodeId);
+    return n ? { spec: n.spec, params: n.params } : undefined;
+  }
+
+  private source(id: string): SourceRuntime {
+    const s = this.sourceRuntimes.get(id);
+    if (!s) throw new Error(`no source node "${id}" in pipeline "${this.document.name}" (sources: ${[...this.sourceRuntimes.keys()].join(", ") || "none"})`);
+    return s;
+  }
+}
+
+function pick(m: ReturnType<OperatorHost["metrics"]>): Omit<NodeMetrics, "deadLetters"> {
+  return { recordsIn: m.recordsIn, recordsOut: m.recordsOut, late: m.late, keys: m.keys, timers: m.timers, stateBytes: m.stateBytes, watermark: m.watermark };
+}
+
+interface JobSnapshot {
+  format: typeof JOB_SNAPSHOT_FORMAT;
+  pipeline: string;
+  processingTime: number;
+  nodes: Record<string, Uint8Array>;
+  sources: Record<string, { partitions: Array<[number, number, boolean]>; emitted: number; ended: boolean; idle: boolean; counters: [number, number, number] }>;
+  idleNodes: string[];
+  sinkCounts: Record<string, number>;
+  deadLetterCounts: Record<string, number>;
+}

@@ -1,0 +1,2 @@
+// `@keyflow/operators/testing`: what operator authors test with.
+export { OperatorTestHarness, type HarnessOptions, type HarnessOutput } from "./harness";
