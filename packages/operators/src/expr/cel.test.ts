@@ -1,0 +1,148 @@
+import { describe, expect, it } from "vitest";
+import { ExpressionEvaluationError, ExpressionSyntaxError, checkExpression, closestName, compileExpression } from "./cel";
+
+const site = { nodeId: "f", param: "expression" };
+const compile = (source: string) => compileExpression(source, site);
+
+describe("CEL numbers: JSON numbers are doubles, literals may be ints", () => {
+  it("compares a field with an int literal whether the JSON number is integral or decimal", () => {
+    const e = compile("amount > 50000");
+    expect(e.test({ amount: 60000 })).toBe(true);
+    expect(e.test({ amount: 50000.5 })).toBe(true);
+    expect(e.test({ amount: 50000 })).toBe(false);
+    expect(e.test({ amount: 49999.99 })).toBe(false);
+  });
+
+  it("compares with a decimal literal and tests equality across int and double", () => {
+    expect(compile("amount >= 50000.0").test({ amount: 50000 })).toBe(true);
+    expect(compile("amount == 100").test({ amount: 100 })).toBe(true);
+    expect(compile("amount == 100").test({ amount: 100.0 })).toBe(true);
+    expect(compile("amount in [100, 200]").test({ amount: 200 })).toBe(true);
+  });
+
+  it("does arithmetic between fields and int literals (cel-js alone has no double*int overload)", () => {
+    expect(compile("amount * 2").evaluate({ amount: 60000 })).toBe(120000);
+    expect(compile("amount + 1").evaluate({ amount: 1.5 })).toBe(2.5);
+    expect(compile("1 - amount").evaluate({ amount: 0.25 })).toBe(0.75);
+    expect(compile("amount / 2").evaluate({ amount: 3 })).toBe(1.5);
+    expect(compile("amount * 2 > 100000").test({ amount: 50000.5 })).toBe(true);
+  });
+
+  it("supports % on decimals (structuring: round amounts)", () => {
+    expect(compile("amount % 1000 == 0").test({ amount: 9000 })).toBe(true);
+    expect(compile("amount % 1000 == 0").test({ amount: 9000.5 })).toBe(false);
+    expect(compile("amount % 2.5").evaluate({ amount: 6 })).toBe(1);
+  });
+
+  it("keeps CEL int semantics between int literals and returns JSON numbers", () => {
+    expect(compile("7 / 2").evaluate({})).toBe(3);
+    expect(compile("size(tags)").evaluate({ tags: ["a", "b"] })).toBe(2);
+    expect(compile("int(amount)").evaluate({ amount: 3.7 })).toBe(3);
+  });
+});
+
+describe("CEL strings, booleans, nesting, macros", () => {
+  it("evaluates the issue's example", () => {
+    const e = compile('amount > 50000 && country != "SA"');
+    expect(e.test({ amount: 60000, country: "AE" })).toBe(true);
+    expect(e.test({ amount: 60000, country: "SA" })).toBe(false);
+    expect(e.referencedFields()).toEqual(["amount", "country"]);
+  });
+
+  it("evaluates string functions, membership, ternaries and nested fields", () => {
+    expect(compile('merchantId.startsWith("m-5411")').test({ merchantId: "m-5411-003" })).toBe(true);
+    expect(compile('country in ["NG", "RU"]').test({ country: "RU" })).toBe(true);
+    expect(compile('device.os == "android"').test({ device: { os: "android" } })).toBe(true);
+    expect(compile("has(device.os)").test({ device: {} })).toBe(false);
+    expect(compile('amount > 1000 ? "high" : "low"').evaluate({ amount: 5 })).toBe("low");
+    expect(compile("isFraud").test({ isFraud: true })).toBe(true);
+  });
+
+  it("builds objects, converting ints to numbers", () => {
+    expect(compile('{"cardId": cardId, "double": amount * 2, "n": 1}').evaluate({ cardId: "c1", amount: 2 })).toEqual({ cardId: "c1", double: 4, n: 1 });
+  });
+
+  it("lists only free fields: macro and bind variables are not record fields", () => {
+    expect(compile("items.exists(i, i.price > limit)").referencedFields()).toEqual(["items", "limit"]);
+    expect(compile("cel.bind(x, amount * 2, x > 10)").referencedFields()).toEqual(["amount"]);
+    expect(compile("items.map(i, i.price).size() > 0 && has(device.os)").referencedFields()).toEqual(["device", "items"]);
+  });
+});
+
+describe("CEL errors name the node, the param and the field", () => {
+  it("reports a missing field by name", () => {
+    const e = compile("amount > 50000 && country != \"SA\"");
+    let error: unknown;
+    try {
+      e.test({ amount: 60000 });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ExpressionEvaluationError);
+    expect((error as ExpressionEvaluationError).message).toBe('node "f": param "expression": field "country" is missing from the record');
+    expect((error as ExpressionEvaluationError).field).toBe("country");
+  });
+
+  it("does not fail on a missing field that short-circuit evaluation never reads", () => {
+    expect(compile("amount > 10 || country == \"SA\"").test({ amount: 20 })).toBe(true);
+  });
+
+  it("names a null field used in a comparison", () => {
+    expect(() => compile("amount > 10").test({ amount: null })).toThrow(/field "amount" is null/);
+  });
+
+  it("refuses a non-bool predicate result with the likely fix", () => {
+    expect(() => compile("amount").test({ amount: 3 })).toThrow('node "f": param "expression": the expression must give a bool (true or false), but gave a double; use a comparison such as `amount > 100`');
+  });
+
+  it("refuses a string compared with a number", () => {
+    expect(() => compile("country > 1").test({ country: "SA" })).toThrow(/no such overload: string > int/);
+  });
+
+  it("reports parse errors with line and column", () => {
+    let error: unknown;
+    try {
+      compile("amount > 50000 &&\n  country !=");
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ExpressionSyntaxError);
+    const syntax = error as ExpressionSyntaxError;
+    expect(syntax.span.start).toEqual({ offset: 30, line: 2, column: 13 });
+    expect(syntax.message).toBe('node "f": param "expression": syntax error at line 2, column 13: unexpected end of the expression (an operand or a closing bracket is missing)');
+  });
+
+  it("points at the offending token on the first line", () => {
+    expect(() => compile("amount >> 5")).toThrow(/syntax error at line 1, column 9/);
+  });
+
+  it("refuses an empty expression", () => {
+    expect(() => compile("  ")).toThrow('node "f": param "expression": the expression is empty');
+  });
+});
+
+describe("checkExpression (validator and editor markers)", () => {
+  it("reports unknown fields against the declared ones with a suggestion", () => {
+    expect(checkExpression("amout > 5 && country == \"SA\"", site, ["amount", "country"])).toEqual([
+      { severity: "error", code: "unknown-field", field: "amout", message: 'unknown field "amout" — did you mean "amount"?; the input records have "amount", "country"' },
+    ]);
+  });
+
+  it("reports nothing when fields are unknown upstream", () => {
+    expect(checkExpression("anything > 5", site)).toEqual([]);
+  });
+
+  it("returns syntax errors as diagnostics instead of throwing", () => {
+    const [d] = checkExpression("1 +", site);
+    expect(d?.severity).toBe("error");
+    expect(d?.span?.start).toEqual({ offset: 3, line: 1, column: 4 });
+  });
+});
+
+describe("closestName", () => {
+  it("suggests near names only", () => {
+    expect(closestName("filtr", ["filter", "map", "keyBy"])).toBe("filter");
+    expect(closestName("keyby", ["filter", "map", "keyBy"])).toBe("keyBy");
+    expect(closestName("zzzzzzzz", ["filter", "map"])).toBeUndefined();
+  });
+});

@@ -1,0 +1,49 @@
+// @keyflow/operators: the engine core and the operator catalog. Pure and deterministic: no I/O,
+// no clock, no randomness. The harness for operator tests is `@keyflow/operators/testing`.
+
+// ---- The operator contract ----
+export * from "./core/api";
+export * from "./core/spec";
+
+// ---- The engine: keys and key groups, keyed state, timers, the operator host, the local job ----
+export * from "./core/keys";
+export { OperatorHost, type HostEmit, type HostMetrics, type OperatorHostOptions, type StateStats } from "./core/host";
+export { HeapKeyedStateBackend, estimateBytes, type KeyedStateBackend, type StateBackendStats, type StateKind, type StateTable, type TableSnapshot } from "./core/state";
+export { TimerQueue, type TimerTuple } from "./core/timers";
+export { LocalJob, type JobEmission, type JobEndpoint, type LocalJobOptions, type NodeMetrics, type SourceOrigin } from "./runtime/job";
+export { compileGraph, PipelineInvalidError, type GraphNode, type JobGraph, type PipelineIssue, type Route } from "./runtime/graph";
+export { eventTimeOf, parseIsoTimestamp } from "./runtime/timestamps";
+
+// ---- The catalog ----
+export { catalog, getOperatorSpec, indexCatalog, isOperatorType, operatorTypes, paletteGroups, paletteSections, type OperatorType, type PaletteSection } from "./catalog";
+
+// ---- Pipelines: the document, durations, the validator ----
+export * from "./pipeline/document";
+export * from "./pipeline/durations";
+export {
+  canConnect,
+  formatIssue,
+  resolvePortKinds,
+  validatePipeline,
+  type ConnectResult,
+  type GraphLike,
+  type Issue,
+  type IssueSeverity,
+  type PortKinds,
+  type ValidateOptions,
+  type ValidationResult,
+} from "./pipeline/validate";
+
+// ---- Expressions (CEL) ----
+export * from "./expr/index";
+
+// ---- Operators whose helpers other packages use ----
+export { DEMO_PAYMENT_FIELDS, DEMO_TIMESTAMP_FIELD, generateDemoPayment, type DemoPayment, type SourceDemoParams } from "./operators/source.demo/source.demo";
+export { DEFAULT_MAX_OUT_OF_ORDERNESS_MS } from "./operators/event-time";
+export type { SourceKafkaParams } from "./operators/source.kafka/source.kafka";
+export type { SourceFileParams } from "./operators/source.file/source.file";
+export type { SinkKafkaParams } from "./operators/sink.kafka/sink.kafka";
+export type { SinkFileParams } from "./operators/sink.file/sink.file";
+export { SALT_SEPARATOR, selectKey, type KeyByParams } from "./operators/keyBy/keyBy";
+export { errorRecord, type ErrorRecord } from "./operators/side-outputs";
+export * from "./operators/windows";
