@@ -1,0 +1,177 @@
+// The `keyflow` command line: validate and run pipeline files, and serve the runner's HTTP API.
+// User mistakes (a bad file, an invalid pipeline, a failing job) print one line per problem on
+// stderr and exit non-zero, without a stack trace.
+import path from "node:path";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+
+type ParseArgsOptionsConfig = NonNullable<ParseArgsConfig["options"]>;
+import { EnvError, readEnv, type RunnerEnv } from "./env";
+import { createJobDriver } from "./job/create";
+import { formatSummary } from "./job/summary";
+import { createLogger, errorMessage } from "./log";
+import { loadPipelineFile } from "./pipeline/load";
+
+const USAGE = `usage:
+  keyflow validate <pipeline.json>
+  keyflow run <pipeline.json> [--checkpoint-dir DIR] [--parallelism N] [--state-backend heap|disk] [--job-id ID]
+  keyflow serve [--port N] [--deploy <pipeline.json>]...
+
+  validate  check a keyflow.pipeline/v1 file; one line per problem, naming the node
+  run       run a pipeline: bounded sources (files, bounded Kafka) to the end, others until Ctrl-C;
+            with --checkpoint-dir, a second run resumes from the newest checkpoint there
+  serve     the runner service: job API and Prometheus /metrics on port 8081 (RUNNER_PORT)
+
+environment: KAFKA_BROKERS (host:port,...), RUNNER_PORT, KEYFLOW_LOG_LEVEL (error|warn|info|debug)`;
+
+/** Exit codes: 0 ok, 1 invalid input or failed job, 2 bad usage, 130 interrupted twice. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    process.stdout.write(USAGE + "\n");
+    return command === undefined ? 2 : 0;
+  }
+  let env: RunnerEnv;
+  try {
+    env = readEnv();
+  } catch (err) {
+    if (err instanceof EnvError) {
+      process.stderr.write(err.message + "\n");
+      return 2;
+    }
+    throw err;
+  }
+  try {
+    switch (command) {
+      case "validate":
+        return await validateCommand(rest);
+      case "run":
+        return await runCommand(rest, env);
+      case "serve":
+        return await serveCommand(rest, env);
+      default:
+        return usageError(`unknown command "${command}"`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) return usageError(err.message);
+    throw err;
+  }
+}
+
+class UsageError extends Error {}
+
+function usageError(message: string): number {
+  process.stderr.write(`keyflow: ${message}\n\n${USAGE}\n`);
+  return 2;
+}
+
+function parse<const O extends ParseArgsOptionsConfig>(args: readonly string[], options: O) {
+  try {
+    return parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError(errorMessage(err));
+  }
+}
+
+function onePipelineFile(positionals: string[], command: string): string {
+  if (positionals.length !== 1 || positionals[0] === undefined) throw new UsageError(`${command} takes exactly one pipeline file`);
+  return positionals[0];
+}
+
+async function validateCommand(args: readonly string[]): Promise<number> {
+  const { positionals } = parse(args, {});
+  const file = onePipelineFile(positionals, "validate");
+  const loaded = await loadPipelineFile(file);
+  if (!loaded.ok) {
+    process.stderr.write(loaded.problems.join("\n") + "\n");
+    return 1;
+  }
+  for (const w of loaded.warnings) process.stderr.write(w + "\n");
+  const { doc } = loaded;
+  process.stdout.write(`${file}: pipeline "${doc.name}" is valid (${doc.nodes.length} nodes, ${doc.edges.length} edges)\n`);
+  return 0;
+}
+
+async function runCommand(args: readonly string[], env: RunnerEnv): Promise<number> {
+  const { values, positionals } = parse(args, {
+    "checkpoint-dir": { type: "string" },
+    parallelism: { type: "string" },
+    "state-backend": { type: "string" },
+    "job-id": { type: "string" },
+    "checkpoint-interval": { type: "string" },
+  });
+  const file = onePipelineFile(positionals, "run");
+  const loaded = await loadPipelineFile(file);
+  if (!loaded.ok) {
+    process.stderr.write(loaded.problems.join("\n") + "\n");
+    return 1;
+  }
+  const log = createLogger(env.logLevel, "");
+  for (const w of loaded.warnings) process.stderr.write(w + "\n");
+  const doc = structuredClone(loaded.doc);
+  if (values.parallelism !== undefined) {
+    const n = Number(values.parallelism);
+    if (!Number.isInteger(n) || n < 1 || n > doc.settings.maxParallelism) throw new UsageError(`--parallelism must be an integer from 1 to ${doc.settings.maxParallelism}`);
+    doc.settings.parallelism = n;
+    if (n > 1) log.warn(`--parallelism ${n}: this runner executes the job in one thread for now; key groups are kept so a later rescale works`);
+  }
+  if (values["state-backend"] !== undefined) {
+    const b = values["state-backend"];
+    if (b !== "heap" && b !== "disk") throw new UsageError(`--state-backend must be "heap" or "disk"`);
+    doc.settings.stateBackend = b;
+    if (b === "disk") log.warn(`--state-backend disk: the on-disk backend is not implemented yet; state stays in memory`);
+  }
+  let checkpointIntervalMs: number | undefined;
+  if (values["checkpoint-interval"] !== undefined) {
+    checkpointIntervalMs = Number(values["checkpoint-interval"]);
+    if (!Number.isInteger(checkpointIntervalMs) || checkpointIntervalMs < 1) throw new UsageError("--checkpoint-interval is a positive number of milliseconds");
+  }
+  const checkpointDir = values["checkpoint-dir"] !== undefined ? path.resolve(values["checkpoint-dir"]) : undefined;
+
+  const driver = createJobDriver({
+    doc,
+    jobId: values["job-id"] ?? doc.name,
+    baseDir: loaded.baseDir,
+    env,
+    log: log.child(doc.name),
+    ...(checkpointDir !== undefined ? { checkpointDir } : {}),
+    ...(checkpointIntervalMs !== undefined ? { checkpointIntervalMs } : {}),
+  });
+  let interrupts = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interrupts++;
+    if (interrupts > 1) {
+      process.stderr.write(`keyflow: ${signal} again, exiting without a final checkpoint\n`);
+      process.exit(130);
+    }
+    process.stderr.write(`keyflow: ${signal}: stopping after a final checkpoint (again to exit at once)\n`);
+    driver.stop(`stopped by ${signal}`);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    const summary = await driver.run();
+    process.stdout.write(formatSummary(summary) + "\n");
+    return 0;
+  } catch (err) {
+    process.stderr.write(`keyflow run: ${file}: ${errorMessage(err)}\n`);
+    return 1;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+async function serveCommand(args: readonly string[], env: RunnerEnv): Promise<number> {
+  const { values } = parse(args, { port: { type: "string" }, deploy: { type: "string", multiple: true } });
+  const { startRunnerService } = await import("./service/main");
+  let port = env.runnerPort;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new UsageError("--port must be a TCP port number");
+  }
+  return startRunnerService({ env: { ...env, runnerPort: port }, deployFiles: values.deploy ?? [] });
+}
+
+const code = await main(process.argv.slice(2));
+// Kafka clients and timers may hold the event loop; the command is done, so leave now (after stdout drains).
+process.stdout.write("", () => process.exit(code));

@@ -1,0 +1,52 @@
+// The one module that reads the runner's environment. Everything else receives a RunnerEnv, so
+// tests and the service can pass their own values and no code path reads process.env by surprise.
+import path from "node:path";
+import { z } from "zod";
+
+const envSchema = z.object({
+  KAFKA_BROKERS: z.string().optional(),
+  RUNNER_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
+  RUNNER_HOST: z.string().min(1).default("0.0.0.0"),
+  DATABASE_URL: z.string().optional(),
+  /** Where the service keeps each job's checkpoints (one folder per job). */
+  KEYFLOW_CHECKPOINT_ROOT: z.string().optional(),
+  /** Folder against which the service resolves relative file paths of deployed pipelines. */
+  KEYFLOW_DATA_DIR: z.string().optional(),
+  KEYFLOW_LOG_LEVEL: z.enum(["error", "warn", "info", "debug"]).default("info"),
+});
+
+export type LogLevel = "error" | "warn" | "info" | "debug";
+
+export interface RunnerEnv {
+  /** Bootstrap brokers from KAFKA_BROKERS (comma-separated host:port); undefined when unset. */
+  kafkaBrokers: readonly string[] | undefined;
+  runnerPort: number;
+  runnerHost: string;
+  databaseUrl: string | undefined;
+  checkpointRoot: string;
+  dataDir: string;
+  logLevel: LogLevel;
+}
+
+export class EnvError extends Error {}
+
+/** Reads and checks the environment once; a bad value names the variable. */
+export function readEnv(source: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): RunnerEnv {
+  const parsed = envSchema.safeParse(source);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `environment variable ${String(i.path[0])}: ${i.message}`);
+    throw new EnvError(lines.join("\n"));
+  }
+  const e = parsed.data;
+  const brokers = e.KAFKA_BROKERS?.split(",").map((b) => b.trim()).filter((b) => b !== "");
+  const dataDir = path.resolve(cwd, e.KEYFLOW_DATA_DIR ?? ".keyflow/data");
+  return {
+    kafkaBrokers: brokers && brokers.length > 0 ? brokers : undefined,
+    runnerPort: e.RUNNER_PORT,
+    runnerHost: e.RUNNER_HOST,
+    databaseUrl: e.DATABASE_URL === "" ? undefined : e.DATABASE_URL,
+    checkpointRoot: path.resolve(cwd, e.KEYFLOW_CHECKPOINT_ROOT ?? ".keyflow/checkpoints"),
+    dataDir,
+    logLevel: e.KEYFLOW_LOG_LEVEL,
+  };
+}

@@ -1,0 +1,133 @@
+// Which connector serves which node type: the one place that maps source.*/sink.* nodes to their
+// RecordSource/RecordSink, and picks the dead-letter output (the `<name>.dlq` topic when the
+// pipeline uses Kafka, else `<name>.dlq.jsonl` beside the file sinks).
+import path from "node:path";
+import type { PipelineDocument } from "@keyflow/operators";
+import type { RunnerEnv } from "../env";
+import type { Clock } from "../job/clock";
+import type { Connectors, JobIoNode } from "../job/driver";
+import type { Logger } from "../log";
+import { DemoSource } from "./demo";
+import { FileDeadLetterSink, FileSink } from "./file/sink";
+import { FileSource } from "./file/source";
+import { KafkaClients, resolveBrokers } from "./kafka/client";
+import { KafkaDeadLetterSink } from "./kafka/dead-letters";
+import { KafkaSink } from "./kafka/sink";
+import { KafkaSource } from "./kafka/source";
+import { KafkaWriter } from "./kafka/writer";
+import { ioParams } from "./params";
+import type { DeadLetterSink, RecordSink, RecordSource } from "./types";
+
+export interface ConnectorContext {
+  doc: PipelineDocument;
+  /** Names consumer groups and transactional ids: stable across restarts of the same job. */
+  jobId: string;
+  /** Relative file paths resolve against this folder (the pipeline file's folder for the CLI). */
+  baseDir: string;
+  env: RunnerEnv;
+  clock: Clock;
+  log: Logger;
+  /** Demo sources stop after this many payments (tests). */
+  demoLimit?: number;
+}
+
+export function usesKafka(doc: PipelineDocument): boolean {
+  return doc.nodes.some((n) => n.type === "source.kafka" || n.type === "sink.kafka");
+}
+
+export function deadLetterTopic(doc: PipelineDocument): string {
+  return doc.settings.deadLetterTopic ?? `${doc.name}.dlq`;
+}
+
+/** Kafka transactional ids and group ids allow these characters. */
+const safeId = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, "_");
+
+export function createConnectors(ctx: ConnectorContext): Connectors {
+  const { doc, env, log } = ctx;
+  const clients = new KafkaClients(log);
+  // Nodes without a `brokers` param (sinks, dead letters) use KAFKA_BROKERS, else a Kafka source's brokers.
+  const sourceWithBrokers = doc.nodes.find((n) => n.type === "source.kafka" && Array.isArray(n.params.brokers));
+  const defaultBrokers = env.kafkaBrokers ?? (sourceWithBrokers ? ioParams("source.kafka", sourceWithBrokers.id, sourceWithBrokers.params).brokers : undefined);
+  const kafkaFor = (nodeId: string, brokers: readonly string[] | undefined) => {
+    const b = resolveBrokers(nodeId, brokers, defaultBrokers);
+    return { kafka: clients.kafka(b), admin: () => clients.admin(b) };
+  };
+  const resolvePath = (p: string) => path.resolve(ctx.baseDir, p);
+  const txTimeout = Math.min(900_000, Math.max(60_000, 2 * doc.settings.checkpointIntervalMs + 60_000));
+
+  return {
+    source(node: JobIoNode): RecordSource {
+      const nodeLog = log.child(node.nodeId);
+      switch (node.type) {
+        case "source.file": {
+          const p = ioParams("source.file", node.nodeId, node.params);
+          return new FileSource({ nodeId: node.nodeId, file: resolvePath(p.path), displayPath: p.path, idleTimeoutMs: p.idleTimeoutMs });
+        }
+        case "source.kafka": {
+          const p = ioParams("source.kafka", node.nodeId, node.params);
+          return new KafkaSource({
+            nodeId: node.nodeId,
+            ...kafkaFor(node.nodeId, p.brokers),
+            topic: p.topic,
+            groupId: safeId(`keyflow.${ctx.jobId}.${node.nodeId}`),
+            startFrom: p.startFrom,
+            bounded: p.bounded,
+            idleTimeoutMs: p.idleTimeoutMs,
+            log: nodeLog,
+          });
+        }
+        case "source.demo": {
+          const p = ioParams("source.demo", node.nodeId, node.params);
+          return new DemoSource({ nodeId: node.nodeId, params: p, clock: ctx.clock, ...(ctx.demoLimit !== undefined ? { limit: ctx.demoLimit } : {}) });
+        }
+        default:
+          throw new Error(`node "${node.nodeId}": the runner has no connector for source type "${node.type}"`);
+      }
+    },
+
+    sink(node: JobIoNode): RecordSink {
+      const nodeLog = log.child(node.nodeId);
+      switch (node.type) {
+        case "sink.file": {
+          const p = ioParams("sink.file", node.nodeId, node.params);
+          return new FileSink(node.nodeId, resolvePath(p.path), p.path, nodeLog);
+        }
+        case "sink.kafka": {
+          const p = ioParams("sink.kafka", node.nodeId, node.params);
+          const writer = new KafkaWriter({
+            ...kafkaFor(node.nodeId, undefined),
+            topic: p.topic,
+            guarantee: p.deliveryGuarantee,
+            transactionalId: safeId(`keyflow.${ctx.jobId}.${node.nodeId}`),
+            transactionTimeoutMs: txTimeout,
+            what: `node "${node.nodeId}"`,
+            log: nodeLog,
+          });
+          return new KafkaSink(node.nodeId, writer);
+        }
+        default:
+          throw new Error(`node "${node.nodeId}": the runner has no connector for sink type "${node.type}"`);
+      }
+    },
+
+    deadLetters(): DeadLetterSink {
+      const dlqLog = log.child("dead-letters");
+      if (usesKafka(doc)) {
+        const writer = new KafkaWriter({
+          ...kafkaFor("dead-letters", undefined),
+          topic: deadLetterTopic(doc),
+          guarantee: "at-least-once",
+          what: "the dead-letter output",
+          log: dlqLog,
+        });
+        return new KafkaDeadLetterSink(writer);
+      }
+      const firstFileSink = doc.nodes.find((n) => n.type === "sink.file");
+      const dir = firstFileSink ? path.dirname(ioParams("sink.file", firstFileSink.id, firstFileSink.params).path) : ".";
+      const display = path.join(dir, `${doc.name}.dlq.jsonl`);
+      return new FileDeadLetterSink(resolvePath(display), display, dlqLog);
+    },
+
+    close: () => clients.close(),
+  };
+}

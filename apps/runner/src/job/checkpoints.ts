@@ -1,0 +1,207 @@
+// Durable checkpoints in a folder: one `chk-<id>/` per checkpoint, holding the engine's snapshot
+// (`state.bin`) and `_metadata.json` (source positions, sink commit handles, timings). A checkpoint
+// is written into a temporary folder and renamed into place, so it exists whole or not at all;
+// `_committed` is added once every sink has committed its epoch. A restore takes the newest
+// committed checkpoint; the last `retained` committed ones are kept.
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import type { JsonValue } from "@keyflow/operators";
+import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
+
+export const CHECKPOINT_FORMAT = "keyflow.checkpoint/v1";
+
+const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
+  z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+);
+
+const metaSchema = z.object({
+  format: z.literal(CHECKPOINT_FORMAT),
+  id: z.number().int().positive(),
+  jobId: z.string(),
+  pipeline: z.object({ name: z.string(), digest: z.string() }),
+  createdAt: z.string(),
+  /** Injected processing time when the snapshot was taken. */
+  processingTime: z.number(),
+  stateBytes: z.number().int().nonnegative(),
+  sources: z.record(z.string(), jsonValue),
+  sinks: z.record(z.string(), jsonValue),
+  deadLetters: jsonValue.optional(),
+});
+export type CheckpointMeta = z.infer<typeof metaSchema>;
+
+export interface StoredCheckpoint {
+  meta: CheckpointMeta;
+  state: Uint8Array;
+}
+
+export interface CheckpointStore {
+  /** The folder, or undefined when checkpoints are not kept (a run without --checkpoint-dir). */
+  readonly location: string | undefined;
+  /** Takes the store for this process; refuses a folder another live runner uses. */
+  acquire(): Promise<void>;
+  release(): Promise<void>;
+  latest(): Promise<StoredCheckpoint | undefined>;
+  /** An id greater than every checkpoint in the store, committed or not. */
+  nextId(): Promise<number>;
+  write(meta: CheckpointMeta, state: Uint8Array): Promise<void>;
+  markCommitted(id: number): Promise<void>;
+  /** The folder of checkpoint `id`, or undefined when checkpoints are not kept. */
+  pathOf(id: number): string | undefined;
+}
+
+/** Checkpoints that live only as long as the run: sinks still commit at each one. */
+export class TransientCheckpointStore implements CheckpointStore {
+  readonly location = undefined;
+  private id = 0;
+  async acquire(): Promise<void> {}
+  async release(): Promise<void> {}
+  async latest(): Promise<StoredCheckpoint | undefined> {
+    return undefined;
+  }
+  async nextId(): Promise<number> {
+    return ++this.id;
+  }
+  async write(): Promise<void> {}
+  async markCommitted(): Promise<void> {}
+  pathOf(): undefined {
+    return undefined;
+  }
+}
+
+const CHK = /^chk-(\d+)$/;
+const name = (id: number) => `chk-${String(id).padStart(10, "0")}`;
+
+export class DirectoryCheckpointStore implements CheckpointStore {
+  private locked = false;
+
+  constructor(
+    readonly location: string,
+    private readonly retained: number,
+  ) {}
+
+  pathOf(id: number): string {
+    return path.join(this.location, name(id));
+  }
+
+  private get lockFile(): string {
+    return path.join(this.location, "LOCK");
+  }
+
+  async acquire(): Promise<void> {
+    await fs.mkdir(this.location, { recursive: true });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await fs.writeFile(this.lockFile, `${process.pid}\n`, { flag: "wx" });
+        this.locked = true;
+        return;
+      } catch (err) {
+        if (!(typeof err === "object" && err !== null && "code" in err && err.code === "EEXIST")) throw err;
+        const pid = Number((await fs.readFile(this.lockFile, "utf8").catch(() => "")).trim());
+        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+          throw new Error(`checkpoint folder "${this.location}" is in use by another runner (pid ${pid}); stop it or choose another --checkpoint-dir`);
+        }
+        await fs.rm(this.lockFile, { force: true }); // left by a runner that died
+      }
+    }
+    throw new Error(`could not lock checkpoint folder "${this.location}"`);
+  }
+
+  async release(): Promise<void> {
+    if (this.locked) await fs.rm(this.lockFile, { force: true });
+    this.locked = false;
+  }
+
+  private async entries(): Promise<{ id: number; dir: string; committed: boolean }[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.location);
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+    const out: { id: number; dir: string; committed: boolean }[] = [];
+    for (const n of names) {
+      const m = CHK.exec(n);
+      if (!m?.[1]) continue;
+      const dir = path.join(this.location, n);
+      const committed = await fs.stat(path.join(dir, "_committed")).then(() => true, () => false);
+      out.push({ id: Number(m[1]), dir, committed });
+    }
+    return out.sort((a, b) => a.id - b.id);
+  }
+
+  async latest(): Promise<StoredCheckpoint | undefined> {
+    const committed = (await this.entries()).filter((e) => e.committed);
+    const newest = committed[committed.length - 1];
+    if (!newest) return undefined;
+    const metaPath = path.join(newest.dir, "_metadata.json");
+    let meta: CheckpointMeta;
+    try {
+      meta = metaSchema.parse(JSON.parse(await fs.readFile(metaPath, "utf8")));
+    } catch (err) {
+      throw new Error(`checkpoint "${metaPath}" is unreadable: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const state = new Uint8Array(await fs.readFile(path.join(newest.dir, "state.bin")));
+    return { meta, state };
+  }
+
+  async nextId(): Promise<number> {
+    const all = await this.entries();
+    return (all[all.length - 1]?.id ?? 0) + 1;
+  }
+
+  async write(meta: CheckpointMeta, state: Uint8Array): Promise<void> {
+    const final = path.join(this.location, name(meta.id));
+    const tmp = path.join(this.location, `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`);
+    await fs.mkdir(tmp, { recursive: true });
+    try {
+      await writeSynced(path.join(tmp, "state.bin"), state);
+      await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
+      await fsyncDir(tmp);
+      await fs.rename(tmp, final);
+    } catch (err) {
+      await fs.rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+    await fsyncDir(this.location);
+  }
+
+  async markCommitted(id: number): Promise<void> {
+    await writeFileAtomic(path.join(this.location, name(id), "_committed"), new Date().toISOString() + "\n");
+    await this.prune();
+  }
+
+  /** Keeps the newest `retained` committed checkpoints; drops older ones and abandoned attempts. */
+  private async prune(): Promise<void> {
+    const all = await this.entries();
+    const committed = all.filter((e) => e.committed);
+    const keepFrom = committed[Math.max(0, committed.length - this.retained)]?.id ?? 0;
+    for (const e of all) {
+      if (e.id < keepFrom) await fs.rm(e.dir, { recursive: true, force: true });
+    }
+    for (const n of await fs.readdir(this.location)) {
+      if (n.startsWith(".chk-") && n.includes(".inprogress-")) await fs.rm(path.join(this.location, n), { recursive: true, force: true });
+    }
+  }
+}
+
+async function writeSynced(file: string, data: string | Uint8Array): Promise<void> {
+  const handle = await fs.open(file, "w");
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return typeof err === "object" && err !== null && "code" in err && err.code === "EPERM";
+  }
+}

@@ -1,0 +1,454 @@
+// The job driver: one LocalJob, its sources and sinks, and the loop between them.
+//
+// One thread runs the loop: take a source batch, push its records into the job, advance processing
+// time, drain the job's emissions to the sinks and the dead-letter output, and release the batch
+// (which lets that source read on). Between two batches the job holds no half-processed record,
+// so a checkpoint there is consistent without barriers: the engine's snapshot, the position after
+// the last processed batch of every source, and each sink's staged epoch.
+//
+// Checkpoint protocol (two-phase commit): snapshot → sinks prepareCommit → write `chk-<id>`
+// → sinks commit → mark it committed → sources checkpointCompleted (Kafka commits group offsets).
+// A restore takes the newest committed checkpoint; sinks finish or undo the commit it describes.
+import { createHash } from "node:crypto";
+import { LocalJob, type PipelineDocument } from "@keyflow/operators";
+import type { Logger } from "../log";
+import { errorMessage } from "../log";
+import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
+import { BatchQueue } from "./batch-queue";
+import type { CheckpointStore, StoredCheckpoint } from "./checkpoints";
+import { CHECKPOINT_FORMAT } from "./checkpoints";
+import type { Clock } from "./clock";
+import type { JsonValue } from "@keyflow/operators";
+
+export type JobNodeMetrics = ReturnType<LocalJob["metrics"]>[string];
+
+/** A source or sink node as the job lists it (params already parsed by the operator's spec). */
+export interface JobIoNode {
+  nodeId: string;
+  type: string;
+  params: unknown;
+}
+
+/** Builds the I/O of one job. Kafka, file and demo connectors live behind it (../io/connectors). */
+export interface Connectors {
+  source(node: JobIoNode): RecordSource;
+  sink(node: JobIoNode): RecordSink;
+  deadLetters(): DeadLetterSink;
+  /** Releases shared clients after every source and sink is closed. */
+  close(): Promise<void>;
+}
+
+export type JobStatus = "starting" | "running" | "finishing" | "stopping" | "finished" | "stopped" | "failed";
+
+export interface CheckpointStats {
+  id: number;
+  /** Processing time when the snapshot was taken. */
+  triggeredAt: number;
+  completedAt: number;
+  durationMs: number;
+  stateBytes: number;
+  /** Where the checkpoint lives, or undefined when checkpoints are not kept. */
+  path: string | undefined;
+}
+
+export interface JobSummary {
+  jobId: string;
+  pipeline: string;
+  status: "finished" | "stopped";
+  restoredFrom: number | undefined;
+  nodes: Record<string, JobNodeMetrics & { type: string }>;
+  deadLetters: number;
+  deadLetterTarget: string;
+  sinks: { nodeId: string; target: string }[];
+  checkpoints: number;
+  lastCheckpoint: CheckpointStats | undefined;
+  checkpointDir: string | undefined;
+  durationMs: number;
+}
+
+export interface JobDriverOptions {
+  jobId: string;
+  doc: PipelineDocument;
+  connectors: Connectors;
+  checkpoints: CheckpointStore;
+  clock: Clock;
+  log: Logger;
+  /** Overrides settings.checkpointIntervalMs (tests). */
+  checkpointIntervalMs?: number;
+  /** How often processing time advances and idle partitions are checked while no batch arrives. */
+  tickMs?: number;
+  /** How long a stop waits for sources to let go before closing them anyway. */
+  stopTimeoutMs?: number;
+  /** Told of each completed checkpoint (the service records them in Postgres). Must not throw. */
+  onCheckpoint?: (stats: CheckpointStats) => void;
+  /** Told of each change of status. Must not throw. */
+  onStatus?: (status: JobStatus) => void;
+}
+
+/** How many completed checkpoints the driver remembers for GET /jobs/:id/checkpoints. */
+const HISTORY = 50;
+
+type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
+
+/** Per-source bookkeeping for idle partitions (params `idleTimeoutMs`). */
+interface PartitionActivity {
+  lastRecordAt: Map<number, number>;
+  idle: Set<number>;
+}
+
+export class JobDriver {
+  readonly jobId: string;
+  private phase: JobStatus = "starting";
+  failure: string | undefined;
+  readonly startedAt: number;
+  lastCheckpoint: CheckpointStats | undefined;
+  /** The newest completed checkpoints, oldest first. */
+  readonly checkpointHistory: CheckpointStats[] = [];
+  checkpointsCompleted = 0;
+  restoredFrom: number | undefined;
+  deadLetterCount = 0;
+
+  private job: LocalJob | undefined;
+  private lastMetrics: Record<string, JobNodeMetrics> = {};
+  private readonly nodeTypes: Map<string, string>;
+  private readonly queue = new BatchQueue<Item>();
+  private readonly abort = new AbortController();
+  private stopRequested: string | undefined;
+  private running: Promise<JobSummary> | undefined;
+  private sources: RecordSource[] = [];
+  private sinks = new Map<string, RecordSink>();
+  private deadLetters: DeadLetterSink | undefined;
+  private readonly positions = new Map<string, JsonValue>();
+  private readonly activity = new Map<string, PartitionActivity>();
+  private nextCheckpointId = 1;
+  private readonly digest: string;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: JobDriverOptions) {
+    this.jobId = opts.jobId;
+    this.log = opts.log;
+    this.startedAt = opts.clock.now();
+    this.nodeTypes = new Map(opts.doc.nodes.map((n) => [n.id, n.type]));
+    this.digest = createHash("sha256").update(JSON.stringify({ nodes: opts.doc.nodes, edges: opts.doc.edges })).digest("hex").slice(0, 16);
+  }
+
+  get status(): JobStatus {
+    return this.phase;
+  }
+  private set status(next: JobStatus) {
+    if (next === this.phase) return;
+    this.phase = next;
+    this.opts.onStatus?.(next);
+  }
+
+  get pipelineName(): string {
+    return this.opts.doc.name;
+  }
+
+  /** Live per-node figures (the last ones once the job has ended). */
+  metrics(): Record<string, JobNodeMetrics> {
+    if (this.job && (this.status === "running" || this.status === "finishing" || this.status === "stopping")) this.lastMetrics = this.job.metrics();
+    return this.lastMetrics;
+  }
+
+  /** Input-side figures of each source that reports them (Kafka consumer lag), by node id. */
+  sourceMetrics(): Record<string, SourceInputMetrics> {
+    const out: Record<string, SourceInputMetrics> = {};
+    for (const s of this.sources) {
+      const m = s.inputMetrics?.();
+      if (m) out[s.nodeId] = m;
+    }
+    return out;
+  }
+
+  /** Runs the job to its end (bounded sources) or until stop(); rejects when it fails. */
+  run(): Promise<JobSummary> {
+    this.running ??= this.execute();
+    return this.running;
+  }
+
+  /** Graceful stop: no further batches, a final checkpoint, then close. */
+  stop(reason = "stop requested"): void {
+    if (this.stopRequested !== undefined) return;
+    this.stopRequested = reason;
+    if (this.status === "running") this.status = "stopping";
+    this.abort.abort(new Error(reason));
+    this.queue.close();
+  }
+
+  private async execute(): Promise<JobSummary> {
+    const { doc, checkpoints, clock, connectors } = this.opts;
+    let acquired = false;
+    try {
+      await checkpoints.acquire();
+      acquired = true;
+      const restored = await checkpoints.latest();
+      this.job = this.createJob(restored);
+      this.restoredFrom = restored?.meta.id;
+      this.nextCheckpointId = await checkpoints.nextId();
+      this.lastMetrics = this.job.metrics();
+
+      for (const node of this.job.sinks) this.sinks.set(node.nodeId, connectors.sink(node));
+      this.deadLetters = connectors.deadLetters();
+      this.sources = this.job.sources.map((node) => connectors.source(node));
+
+      await Promise.all([...this.sinks.values()].map((s) => s.open(restored?.meta.sinks[s.nodeId])));
+      await this.deadLetters.open(restored?.meta.deadLetters);
+      for (const source of this.sources) {
+        this.positions.set(source.nodeId, await source.open(restored?.meta.sources[source.nodeId]));
+        if (source.idleTimeoutMs !== undefined) this.activity.set(source.nodeId, { lastRecordAt: new Map(), idle: new Set() });
+      }
+      if (this.stopRequested === undefined) this.status = "running";
+      this.log.info(
+        `running pipeline "${doc.name}"` +
+          (restored ? ` from checkpoint ${restored.meta.id}` : "") +
+          (checkpoints.location ? ` (checkpoints in ${checkpoints.location})` : ""),
+      );
+      const ended = await this.loop();
+      if (ended) {
+        this.status = "finishing";
+        this.job.advanceProcessingTime(clock.now());
+        await this.route(this.job.drain());
+      }
+      await this.checkpoint();
+      this.lastMetrics = this.job.metrics();
+      this.status = ended ? "finished" : "stopped";
+      return this.summary();
+    } catch (err) {
+      this.failure = errorMessage(err);
+      this.status = "failed";
+      if (this.job) this.lastMetrics = this.job.metrics();
+      this.abort.abort(err);
+      this.queue.close();
+      throw err;
+    } finally {
+      await this.closeAll();
+      if (acquired) await checkpoints.release().catch(() => {});
+    }
+  }
+
+  private createJob(restored: StoredCheckpoint | undefined): LocalJob {
+    const processingTime = this.opts.clock.now();
+    if (!restored) return LocalJob.create(this.opts.doc, { processingTime });
+    if (restored.meta.pipeline.digest !== this.digest) {
+      this.log.warn(`the pipeline changed since checkpoint ${restored.meta.id}; restoring state by node id`);
+    }
+    return LocalJob.restore(this.opts.doc, restored.state, { processingTime });
+  }
+
+  /** Returns true when every source ended, false when stopped. */
+  private async loop(): Promise<boolean> {
+    const job = this.requireJob();
+    const { clock } = this.opts;
+    const interval = this.opts.checkpointIntervalMs ?? this.opts.doc.settings.checkpointIntervalMs;
+    const tick = this.opts.tickMs ?? 100;
+    let active = this.sources.length;
+    for (const source of this.sources) {
+      source.run((batch) => this.queue.put({ kind: "batch", source, batch }), this.abort.signal).then(
+        () => this.queue.put({ kind: "end", source }),
+        (error: unknown) => this.queue.put({ kind: "error", source, error }),
+      );
+    }
+    const minPause = this.opts.doc.settings.minPauseBetweenCheckpointsMs;
+    // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
+    let nextCheckpointAt = clock.now() + interval;
+    while (active > 0) {
+      if (this.stopRequested !== undefined) return false;
+      const wait = Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()));
+      const taken = await this.queue.take(wait);
+      if (this.stopRequested !== undefined) {
+        taken?.done();
+        return false;
+      }
+      if (taken) {
+        const { item } = taken;
+        if (item.kind === "error") throw item.error;
+        if (item.kind === "end") {
+          job.endOfInput(item.source.nodeId);
+          active--;
+        } else {
+          this.push(item.source, item.batch);
+        }
+      }
+      const now = clock.now();
+      job.advanceProcessingTime(now);
+      this.markIdlePartitions(now);
+      await this.route(job.drain());
+      taken?.done();
+      if (clock.now() >= nextCheckpointAt && active > 0) {
+        const startedAt = clock.now();
+        await this.checkpoint();
+        nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
+      }
+    }
+    return true;
+  }
+
+  private push(source: RecordSource, batch: SourceBatch): void {
+    const job = this.requireJob();
+    const nodeId = source.nodeId;
+    const act = this.activity.get(nodeId);
+    const now = act ? this.opts.clock.now() : 0;
+    for (const r of batch.records) {
+      if (r.kind === "raw") job.pushRaw(nodeId, r.raw, r.origin);
+      else job.pushValue(nodeId, r.value, r.origin);
+      if (act) {
+        act.lastRecordAt.set(r.origin.partition, now);
+        act.idle.delete(r.origin.partition);
+      }
+    }
+    for (const p of batch.idlePartitions ?? []) job.markPartitionIdle(nodeId, p);
+    this.positions.set(nodeId, batch.position);
+  }
+
+  private markIdlePartitions(now: number): void {
+    for (const source of this.sources) {
+      const act = this.activity.get(source.nodeId);
+      if (!act || source.idleTimeoutMs === undefined) continue;
+      for (const [partition, at] of act.lastRecordAt) {
+        if (!act.idle.has(partition) && now - at >= source.idleTimeoutMs) {
+          act.idle.add(partition);
+          this.requireJob().markPartitionIdle(source.nodeId, partition);
+        }
+      }
+    }
+  }
+
+  /** Hands the job's emissions to their sinks and the dead-letter output, in emission order per sink. */
+  private async route(emissions: ReturnType<LocalJob["drain"]>): Promise<void> {
+    if (emissions.length === 0) return;
+    const perSink = new Map<string, SinkRecord[]>();
+    const dead: DeadLetter[] = [];
+    for (const e of emissions) {
+      if (e.kind === "deadLetter") {
+        dead.push(e);
+        continue;
+      }
+      let list = perSink.get(e.nodeId);
+      if (!list) perSink.set(e.nodeId, (list = []));
+      list.push(e.key === undefined ? { value: e.value, timestamp: e.timestamp } : { value: e.value, timestamp: e.timestamp, key: e.key });
+    }
+    const writes: Promise<void>[] = [];
+    for (const [nodeId, records] of perSink) {
+      const sink = this.sinks.get(nodeId);
+      if (!sink) throw new Error(`node "${nodeId}": the job emitted to a sink the runner has not opened`);
+      writes.push(sink.write(records));
+    }
+    if (dead.length > 0) {
+      this.deadLetterCount += dead.length;
+      writes.push(this.requireDeadLetters().write(dead));
+    }
+    await Promise.all(writes);
+  }
+
+  private async checkpoint(): Promise<void> {
+    const job = this.requireJob();
+    const { checkpoints, clock } = this.opts;
+    const started = clock.now();
+    const t0 = performance.now();
+    const id = this.nextCheckpointId++;
+    const state = job.snapshot();
+    const sinkList = [...this.sinks.values()];
+    const prepared = await Promise.all(sinkList.map((s) => s.prepareCommit(id)));
+    const deadLetters = await this.requireDeadLetters().prepareCommit(id);
+    const sinks: Record<string, JsonValue> = {};
+    sinkList.forEach((s, i) => {
+      sinks[s.nodeId] = prepared[i] ?? null;
+    });
+    const sources = Object.fromEntries(this.positions);
+    await checkpoints.write(
+      {
+        format: CHECKPOINT_FORMAT,
+        id,
+        jobId: this.jobId,
+        pipeline: { name: this.opts.doc.name, digest: this.digest },
+        createdAt: new Date(started).toISOString(),
+        processingTime: started,
+        stateBytes: state.byteLength,
+        sources,
+        sinks,
+        deadLetters,
+      },
+      state,
+    );
+    await Promise.all(sinkList.map((s, i) => s.commit(id, prepared[i] ?? null)));
+    await this.requireDeadLetters().commit(id, deadLetters);
+    await checkpoints.markCommitted(id);
+    for (const source of this.sources) await source.checkpointCompleted?.(sources[source.nodeId] ?? null);
+    this.checkpointsCompleted++;
+    const stats: CheckpointStats = {
+      id,
+      triggeredAt: started,
+      completedAt: clock.now(),
+      durationMs: Math.round((performance.now() - t0) * 10) / 10,
+      stateBytes: state.byteLength,
+      path: checkpoints.pathOf(id),
+    };
+    this.lastCheckpoint = stats;
+    this.checkpointHistory.push(stats);
+    if (this.checkpointHistory.length > HISTORY) this.checkpointHistory.shift();
+    this.log.debug(`checkpoint ${id} done in ${stats.durationMs} ms (${state.byteLength} state bytes)`);
+    this.opts.onCheckpoint?.(stats);
+  }
+
+  private async closeAll(): Promise<void> {
+    this.abort.abort(new Error(this.stopRequested ?? "job ended"));
+    this.queue.close();
+    const closing = [...this.sources, ...this.sinks.values(), ...(this.deadLetters ? [this.deadLetters] : [])];
+    const timeout = this.opts.stopTimeoutMs ?? 30_000;
+    for (const c of closing) {
+      try {
+        await withTimeout(c.close(), timeout, `closing ${"nodeId" in c ? `node "${c.nodeId}"` : "the dead-letter output"}`);
+      } catch (err) {
+        this.log.warn(errorMessage(err));
+      }
+    }
+    try {
+      await withTimeout(this.opts.connectors.close(), timeout, "closing connections");
+    } catch (err) {
+      this.log.warn(errorMessage(err));
+    }
+  }
+
+  summary(): JobSummary {
+    const nodes: JobSummary["nodes"] = {};
+    for (const [id, m] of Object.entries(this.metrics())) nodes[id] = { ...m, type: this.nodeTypes.get(id) ?? "?" };
+    return {
+      jobId: this.jobId,
+      pipeline: this.opts.doc.name,
+      status: this.status === "finished" ? "finished" : "stopped",
+      restoredFrom: this.restoredFrom,
+      nodes,
+      deadLetters: this.deadLetterCount,
+      deadLetterTarget: this.deadLetters?.target ?? "",
+      sinks: [...this.sinks.values()].map((s) => ({ nodeId: s.nodeId, target: s.target })),
+      checkpoints: this.checkpointsCompleted,
+      lastCheckpoint: this.lastCheckpoint,
+      checkpointDir: this.opts.checkpoints.location,
+      durationMs: this.opts.clock.now() - this.startedAt,
+    };
+  }
+
+  private requireJob(): LocalJob {
+    if (!this.job) throw new Error("job not started");
+    return this.job;
+  }
+  private requireDeadLetters(): DeadLetterSink {
+    if (!this.deadLetters) throw new Error("dead-letter output not opened");
+    return this.deadLetters;
+  }
+}
+
+async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms; giving up`)), ms);
+      }),
+    ]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}

@@ -1,0 +1,257 @@
+// The runner's HTTP API (node:http, no framework): health, Prometheus metrics, and job control for
+// the web app. Request bodies are checked with zod and the shared pipeline validator; a 400 lists
+// every problem, naming the node.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Registry } from "prom-client";
+import { z } from "zod";
+import type { RunnerEnv } from "../env";
+import type { Logger } from "../log";
+import { errorMessage } from "../log";
+import { checkPipeline } from "../pipeline/load";
+import { DeployConflictError, type JobManager, type JobView, type ManagedJob } from "./jobs";
+
+const MAX_BODY_BYTES = 5 * 1024 * 1024;
+
+export const deployRequestSchema = z.object({
+  deploymentId: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "deploymentId has letters, digits, '.', '_' and '-' (it names the job's checkpoint folder and Kafka ids)"),
+  pipeline: z.unknown(),
+});
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body, (_k, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? null : v));
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "access-control-allow-origin": "*" });
+  res.end(text + "\n");
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buf.length;
+    if (size > MAX_BODY_BYTES) throw new HttpError(413, `request body larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(buf);
+  }
+  const text = Buffer.concat(chunks).toString("utf8");
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, `the request body is not JSON: ${errorMessage(err)}`);
+  }
+}
+
+/** The canvas's live figures of one job: totals and per-second rates per node. */
+export interface LiveSnapshot {
+  jobId: string;
+  pipeline: string;
+  status: string;
+  time: string;
+  deadLetters: number;
+  lastCheckpointId: number | null;
+  nodes: Record<
+    string,
+    {
+      type: string;
+      recordsIn: number;
+      recordsOut: number;
+      recordsInPerSecond: number;
+      recordsOutPerSecond: number;
+      late: number;
+      deadLetters: number;
+      keys: number;
+      timers: number;
+      stateBytes: number;
+      /** Epoch ms; null before the first record (-Inf) and after the end of input (+Inf). */
+      watermark: number | null;
+    }
+  >;
+  /** Kafka consumer lag per source node and partition. */
+  sources: JobView["sources"];
+}
+
+function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapshot } | undefined, at: number): LiveSnapshot {
+  const v = job.view();
+  const dt = previous ? (at - previous.at) / 1000 : 0;
+  const nodes: LiveSnapshot["nodes"] = {};
+  for (const [id, m] of Object.entries(v.nodes)) {
+    const before = previous?.snap.nodes[id];
+    const rate = (now: number, then: number | undefined) => (dt > 0 && then !== undefined ? Math.max(0, Math.round(((now - then) / dt) * 10) / 10) : 0);
+    nodes[id] = {
+      type: m.type,
+      recordsIn: m.recordsIn,
+      recordsOut: m.recordsOut,
+      recordsInPerSecond: rate(m.recordsIn, before?.recordsIn),
+      recordsOutPerSecond: rate(m.recordsOut, before?.recordsOut),
+      late: m.late,
+      deadLetters: m.deadLetters,
+      keys: m.keys,
+      timers: m.timers,
+      stateBytes: m.stateBytes,
+      watermark: Number.isFinite(m.watermark) ? m.watermark : null,
+    };
+  }
+  return {
+    jobId: v.jobId,
+    pipeline: v.pipeline,
+    status: v.status,
+    time: new Date(at).toISOString(),
+    deadLetters: v.deadLetters,
+    lastCheckpointId: v.lastCheckpoint?.id ?? null,
+    nodes,
+    sources: v.sources,
+  };
+}
+
+export interface RunnerHttpOptions {
+  jobs: JobManager;
+  registry: Registry;
+  env: RunnerEnv;
+  log: Logger;
+  /** Milliseconds between live snapshots on the metrics stream. */
+  streamIntervalMs?: number;
+}
+
+export function createRunnerServer(o: RunnerHttpOptions): Server {
+  const { jobs, registry, env, log } = o;
+  const streamIntervalMs = o.streamIntervalMs ?? 1_000;
+
+  const routes: { method: string; pattern: RegExp; handle: (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void> | void }[] = [
+    {
+      method: "GET",
+      pattern: /^\/healthz$/,
+      handle: (_req, res) => send(res, 200, { status: "ok", jobs: jobs.list().length }),
+    },
+    {
+      method: "GET",
+      pattern: /^\/metrics$/,
+      handle: async (_req, res) => {
+        const text = await registry.metrics();
+        res.writeHead(200, { "content-type": registry.contentType });
+        res.end(text);
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs$/,
+      handle: (_req, res) => send(res, 200, { jobs: jobs.list().map((j) => j.view()) }),
+    },
+    {
+      method: "POST",
+      pattern: /^\/jobs$/,
+      handle: async (req, res) => {
+        const body = deployRequestSchema.safeParse(await readJson(req));
+        if (!body.success) {
+          throw new HttpError(400, "invalid deploy request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+        }
+        const { deploymentId, pipeline } = body.data;
+        const checked = checkPipeline(pipeline, `deployment ${deploymentId}`, env.dataDir);
+        if (!checked.ok) throw new HttpError(400, "the pipeline is invalid", { issues: checked.problems });
+        let job: ManagedJob;
+        try {
+          job = jobs.deploy(deploymentId, checked.doc);
+        } catch (err) {
+          if (err instanceof DeployConflictError) throw new HttpError(409, err.message);
+          throw err;
+        }
+        send(res, 201, { ...job.view(), warnings: checked.warnings });
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs\/([^/]+)$/,
+      handle: (_req, res, [id]) => send(res, 200, requireJob(id).view()),
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs\/([^/]+)\/checkpoints$/,
+      handle: (_req, res, [id]) => {
+        const job = requireJob(id);
+        const checkpoints = job.checkpoints().map((c) => ({ ...c, triggeredAtIso: new Date(c.triggeredAt).toISOString(), completedAtIso: new Date(c.completedAt).toISOString() }));
+        send(res, 200, { jobId: job.deploymentId, checkpointDir: job.checkpointDir, checkpoints: [...checkpoints].reverse() });
+      },
+    },
+    {
+      method: "DELETE",
+      pattern: /^\/jobs\/([^/]+)$/,
+      handle: async (_req, res, [id]) => {
+        requireJob(id);
+        const job = await jobs.stop(id ?? "");
+        send(res, 200, job?.view());
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs\/([^/]+)\/metrics\/stream$/,
+      handle: (req, res, [id]) => {
+        const job = requireJob(id);
+        res.writeHead(200, {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+          "access-control-allow-origin": "*",
+        });
+        let previous: { at: number; snap: LiveSnapshot } | undefined;
+        const push = () => {
+          const at = Date.now();
+          const snap = liveSnapshot(job, previous, at);
+          previous = { at, snap };
+          res.write(`event: metrics\ndata: ${JSON.stringify(snap)}\n\n`);
+        };
+        push();
+        const timer = setInterval(push, streamIntervalMs);
+        req.on("close", () => clearInterval(timer));
+      },
+    },
+  ];
+
+  function requireJob(id: string | undefined): ManagedJob {
+    const job = id === undefined ? undefined : jobs.get(decodeURIComponent(id));
+    if (!job) throw new HttpError(404, `no job "${id ?? ""}"`);
+    return job;
+  }
+
+  return createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://runner");
+    const method = req.method ?? "GET";
+    if (method === "OPTIONS") {
+      res.writeHead(204, {
+        "access-control-allow-origin": "*",
+        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+        "access-control-allow-headers": "content-type",
+      });
+      res.end();
+      return;
+    }
+    const matching = routes.filter((r) => r.pattern.test(url.pathname));
+    const route = matching.find((r) => r.method === method);
+    if (!route) {
+      if (matching.length > 0) send(res, 405, { error: `${method} is not allowed on ${url.pathname}` });
+      else send(res, 404, { error: `no route ${method} ${url.pathname}` });
+      return;
+    }
+    const params = route.pattern.exec(url.pathname)?.slice(1) ?? [];
+    Promise.resolve()
+      .then(() => route.handle(req, res, params))
+      .catch((err: unknown) => {
+        if (err instanceof HttpError) {
+          send(res, err.status, { error: err.message, ...err.body });
+          return;
+        }
+        log.error(`${method} ${url.pathname}: ${errorMessage(err)}`);
+        if (!res.headersSent) send(res, 500, { error: errorMessage(err) });
+        else res.end();
+      });
+  });
+}

@@ -1,0 +1,274 @@
+// The service's jobs: each deployment runs as one JobDriver with its own checkpoint folder. A job
+// that fails never takes the service down: it is marked failed with the reason and restarted from
+// its newest checkpoint after an exponential delay (1 s doubling to 2 min, reset after 10 min
+// without failure), until it is stopped.
+import path from "node:path";
+import type { PipelineDocument } from "@keyflow/operators";
+import type { RunnerEnv } from "../env";
+import { createJobDriver } from "../job/create";
+import type { CheckpointStats, JobDriver, JobNodeMetrics } from "../job/driver";
+import type { Clock } from "../job/clock";
+import { systemClock } from "../job/clock";
+import type { SourceInputMetrics } from "../io/types";
+import type { Logger } from "../log";
+import { errorMessage } from "../log";
+
+export type ManagedStatus = "starting" | "running" | "restarting" | "stopping" | "finished" | "stopped" | "failed";
+
+export interface RestartPolicy {
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** A job running this long without failure starts again from the initial delay. */
+  resetAfterMs: number;
+  /** Give up after this many consecutive failures (Infinity: never). */
+  maxAttempts: number;
+}
+
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { initialDelayMs: 1_000, maxDelayMs: 120_000, resetAfterMs: 600_000, maxAttempts: Number.POSITIVE_INFINITY };
+
+export interface JobView {
+  id: string;
+  jobId: string;
+  deploymentId: string;
+  pipeline: string;
+  status: ManagedStatus;
+  failure: string | null;
+  restarts: number;
+  nextRestartAt: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  deadLetters: number;
+  lastCheckpoint: (CheckpointStats & { completedAtIso: string }) | null;
+  checkpointDir: string;
+  nodes: Record<string, JobNodeMetrics & { type: string }>;
+  /** Kafka consumer lag per source node and partition. */
+  sources: Record<string, SourceInputMetrics>;
+}
+
+/** Who wants to know what happens to jobs (the Postgres reporter). Implementations must not throw. */
+export interface JobEvents {
+  status(job: ManagedJob, status: ManagedStatus): void;
+  checkpoint(job: ManagedJob, stats: CheckpointStats): void;
+}
+
+export class ManagedJob {
+  private current: ManagedStatus = "starting";
+  failure: string | undefined;
+  restarts = 0;
+  private consecutiveFailures = 0;
+  private driver: JobDriver | undefined;
+  private runStartedAt: number | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private nextRestartAt: number | undefined;
+  private stopRequested = false;
+  private finished: Promise<void> = Promise.resolve();
+  readonly createdAt: number;
+  readonly checkpointDir: string;
+  private readonly nodeTypes: Map<string, string>;
+
+  constructor(
+    readonly deploymentId: string,
+    readonly doc: PipelineDocument,
+    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents },
+  ) {
+    this.createdAt = deps.clock.now();
+    this.checkpointDir = path.join(deps.env.checkpointRoot, deploymentId);
+    this.nodeTypes = new Map(doc.nodes.map((n) => [n.id, n.type]));
+  }
+
+  get status(): ManagedStatus {
+    return this.current;
+  }
+  private set status(next: ManagedStatus) {
+    if (next === this.current) return;
+    this.current = next;
+    this.deps.events?.status(this, next);
+  }
+
+  get active(): boolean {
+    return this.status === "starting" || this.status === "running" || this.status === "restarting" || this.status === "stopping";
+  }
+
+  start(): void {
+    const { log, clock } = this.deps;
+    this.restartTimer = undefined;
+    this.nextRestartAt = undefined;
+    this.status = "starting";
+    this.runStartedAt = clock.now();
+    let driver: JobDriver;
+    try {
+      driver = this.createDriver();
+    } catch (err) {
+      this.finished = Promise.resolve();
+      this.onFailure(err);
+      return;
+    }
+    this.driver = driver;
+    this.finished = driver.run().then(
+      () => {
+        this.status = this.stopRequested || driver.status === "stopped" ? "stopped" : "finished";
+        log.info(`job ${this.status}`);
+      },
+      (err: unknown) => this.onFailure(err),
+    );
+  }
+
+  private createDriver(): JobDriver {
+    const { env, log, clock } = this.deps;
+    return createJobDriver({
+      doc: this.doc,
+      jobId: this.deploymentId,
+      baseDir: env.dataDir,
+      env,
+      log,
+      checkpointDir: this.checkpointDir,
+      clock,
+      ...(this.deps.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: this.deps.checkpointIntervalMs } : {}),
+      onStatus: (s) => {
+        if (s === "running" && this.status === "starting") this.status = "running";
+      },
+      onCheckpoint: (stats) => this.deps.events?.checkpoint(this, stats),
+    });
+  }
+
+  private onFailure(err: unknown): void {
+    const { log, clock, policy } = this.deps;
+    this.failure = errorMessage(err);
+    if (this.stopRequested) {
+      this.status = "stopped";
+      return;
+    }
+    if (this.runStartedAt !== undefined && clock.now() - this.runStartedAt >= policy.resetAfterMs) this.consecutiveFailures = 0;
+    this.consecutiveFailures++;
+    if (this.consecutiveFailures > policy.maxAttempts) {
+      this.status = "failed";
+      log.error(`job failed ${this.consecutiveFailures} times in a row, giving up: ${this.failure}`);
+      return;
+    }
+    const delay = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (this.consecutiveFailures - 1));
+    this.status = "restarting";
+    this.nextRestartAt = clock.now() + delay;
+    log.error(`job failed: ${this.failure}; restarting from its last checkpoint in ${Math.round(delay / 100) / 10} s`);
+    this.restartTimer = setTimeout(() => {
+      if (this.stopRequested) return;
+      this.restarts++;
+      this.start();
+    }, delay);
+  }
+
+  /** Graceful stop (final checkpoint); resolves once the job has let go of everything. */
+  async stop(): Promise<void> {
+    this.stopRequested = true;
+    if (this.restartTimer) {
+      clearTimeout(this.restartTimer);
+      this.restartTimer = undefined;
+      this.status = "stopped";
+    }
+    if (this.status === "starting" || this.status === "running") this.status = "stopping";
+    this.driver?.stop("stopped through the API");
+    await this.finished;
+    if (this.status === "stopping") this.status = "stopped";
+  }
+
+  metrics(): Record<string, JobNodeMetrics> {
+    return this.driver?.metrics() ?? {};
+  }
+
+  sourceMetrics(): Record<string, SourceInputMetrics> {
+    return this.driver?.sourceMetrics() ?? {};
+  }
+
+  /** The newest completed checkpoints of the current run, oldest first. */
+  checkpoints(): readonly CheckpointStats[] {
+    return this.driver?.checkpointHistory ?? [];
+  }
+
+  view(): JobView {
+    const d = this.driver;
+    const nodes: JobView["nodes"] = {};
+    for (const [id, m] of Object.entries(this.metrics())) nodes[id] = { ...m, type: this.nodeTypes.get(id) ?? "?" };
+    const cp = d?.lastCheckpoint;
+    return {
+      id: this.deploymentId,
+      jobId: this.deploymentId,
+      deploymentId: this.deploymentId,
+      pipeline: this.doc.name,
+      status: this.status,
+      failure: this.failure ?? null,
+      restarts: this.restarts,
+      nextRestartAt: this.nextRestartAt !== undefined ? new Date(this.nextRestartAt).toISOString() : null,
+      createdAt: new Date(this.createdAt).toISOString(),
+      startedAt: this.runStartedAt !== undefined ? new Date(this.runStartedAt).toISOString() : null,
+      deadLetters: d?.deadLetterCount ?? 0,
+      lastCheckpoint: cp ? { ...cp, completedAtIso: new Date(cp.completedAt).toISOString() } : null,
+      checkpointDir: this.checkpointDir,
+      nodes,
+      sources: this.sourceMetrics(),
+    };
+  }
+}
+
+export class DeployConflictError extends Error {}
+
+export interface JobManagerOptions {
+  clock?: Clock;
+  policy?: Partial<RestartPolicy>;
+  /** Overrides every pipeline's checkpointIntervalMs (tests). */
+  checkpointIntervalMs?: number;
+  events?: JobEvents;
+}
+
+export class JobManager {
+  private readonly jobs = new Map<string, ManagedJob>();
+  private readonly clock: Clock;
+  private readonly policy: RestartPolicy;
+
+  constructor(
+    private readonly env: RunnerEnv,
+    private readonly log: Logger,
+    opts: JobManagerOptions = {},
+  ) {
+    this.clock = opts.clock ?? systemClock;
+    this.policy = { ...DEFAULT_RESTART_POLICY, ...opts.policy };
+    this.checkpointIntervalMs = opts.checkpointIntervalMs;
+    this.events = opts.events;
+  }
+  private readonly checkpointIntervalMs: number | undefined;
+  private readonly events: JobEvents | undefined;
+
+  /** Starts a deployment. Refuses an id whose job is still active; replaces one that has ended. */
+  deploy(deploymentId: string, doc: PipelineDocument): ManagedJob {
+    const existing = this.jobs.get(deploymentId);
+    if (existing?.active) throw new DeployConflictError(`job "${deploymentId}" is already ${existing.status}; stop it first (DELETE /jobs/${deploymentId})`);
+    const job = new ManagedJob(deploymentId, doc, {
+      env: this.env,
+      log: this.log.child(`job ${deploymentId}`),
+      clock: this.clock,
+      policy: this.policy,
+      ...(this.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: this.checkpointIntervalMs } : {}),
+      ...(this.events ? { events: this.events } : {}),
+    });
+    this.jobs.set(deploymentId, job);
+    job.start();
+    return job;
+  }
+
+  get(id: string): ManagedJob | undefined {
+    return this.jobs.get(id);
+  }
+
+  list(): ManagedJob[] {
+    return [...this.jobs.values()];
+  }
+
+  async stop(id: string): Promise<ManagedJob | undefined> {
+    const job = this.jobs.get(id);
+    if (!job) return undefined;
+    await job.stop();
+    return job;
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.list().map((j) => j.stop().catch((err: unknown) => this.log.error(`stopping job ${j.deploymentId}: ${errorMessage(err)}`))));
+  }
+}

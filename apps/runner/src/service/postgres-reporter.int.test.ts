@@ -1,0 +1,118 @@
+// Against a REAL PostgreSQL (DATABASE_URL, from `bash scripts/services/start.sh postgres`): the
+// runner service records its jobs on their deployments (running, stopped, failed with the reason)
+// and one `checkpoints` row per completed checkpoint. Works in a throw-away schema.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createDb, migrate, parseDatabaseUrl, type Db } from "@keyflow/db";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readEnv } from "../env";
+import { silentLogger } from "../log";
+import { eventually } from "../../test/run-cli";
+import type { JobView } from "./jobs";
+import { createRunnerService, type RunnerService } from "./main";
+
+const env = readEnv();
+if (!env.databaseUrl) {
+  throw new Error("DATABASE_URL is not set: this integration test needs a real PostgreSQL. Start one with `bash scripts/services/start.sh postgres` and export the DATABASE_URL line it prints.");
+}
+const url = new URL(parseDatabaseUrl(env.databaseUrl).connectionString);
+url.searchParams.set("schema", `kf_runner_${process.pid}_${Date.now().toString(36)}`);
+const databaseUrl = url.toString();
+
+let db: Db;
+let service: RunnerService;
+
+const pipeline = (name: string, source: Record<string, unknown>) => ({
+  format: "keyflow.pipeline/v1",
+  name,
+  nodes: [
+    { id: "payments", ...source },
+    { id: "big", type: "filter", params: { expression: "amount > 100" } },
+    { id: "alerts", type: "sink.file", params: { path: `${name}/alerts.jsonl` } },
+  ],
+  edges: [
+    { from: "payments", to: "big" },
+    { from: "big", to: "alerts" },
+  ],
+});
+
+async function deployment(name: string, graph: unknown): Promise<string> {
+  const p = await db.prisma.pipeline.create({ data: { name, draft: graph as object } });
+  const v = await db.prisma.pipelineVersion.create({ data: { pipelineId: p.id, number: 1, graph: graph as object, graphHash: "test", author: "runner-test" } });
+  const d = await db.prisma.deployment.create({ data: { pipelineId: p.id, versionId: v.id } });
+  return d.id;
+}
+
+async function api<T>(method: string, route: string, body?: unknown): Promise<{ status: number; json: T }> {
+  const res = await fetch(`${service.url}${route}`, {
+    method,
+    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json()) as T };
+}
+
+beforeAll(async () => {
+  db = createDb({ databaseUrl });
+  await migrate(db);
+  service = await createRunnerService(
+    {
+      ...env,
+      databaseUrl,
+      kafkaBrokers: undefined,
+      runnerPort: 0,
+      runnerHost: "127.0.0.1",
+      checkpointRoot: mkdtempSync(path.join(tmpdir(), "keyflow-pg-ckpt-")),
+      dataDir: mkdtempSync(path.join(tmpdir(), "keyflow-pg-data-")),
+    },
+    silentLogger,
+    { checkpointIntervalMs: 200 },
+  );
+});
+
+afterAll(async () => {
+  await service?.close();
+  if (db?.driver.kind === "postgres" && db.driver.schema) await db.driver.pool.query(`DROP SCHEMA IF EXISTS "${db.driver.schema}" CASCADE`);
+  await db?.close();
+});
+
+describe("the runner records deployments in Postgres", () => {
+  it("running, checkpoints, then stopped", async () => {
+    const graph = pipeline("pg-demo", { type: "source.demo", params: { eventsPerSecond: 200 } });
+    const id = await deployment("pg-demo", graph);
+    expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
+
+    await eventually(async () => (await db.prisma.deployment.findUniqueOrThrow({ where: { id } })).status === "running", "the deployment to be running");
+    const rows = await eventually(async () => {
+      const r = await db.prisma.checkpoint.findMany({ where: { deploymentId: id }, orderBy: { checkpointId: "asc" } });
+      return r.length >= 2 ? r : undefined;
+    }, "two checkpoint rows");
+    expect(rows[0]).toMatchObject({ checkpointId: 1, status: "completed" });
+    expect(rows[0]?.path).toMatch(/chk-0000000001$/);
+    expect(Number(rows[0]?.sizeBytes)).toBeGreaterThan(0);
+
+    const history = await api<{ checkpoints: { id: number }[] }>("GET", `/jobs/${id}/checkpoints`);
+    expect(history.json.checkpoints[history.json.checkpoints.length - 1]?.id).toBe(1);
+
+    expect((await api<JobView>("DELETE", `/jobs/${id}`)).json.status).toBe("stopped");
+    const stopped = await eventually(async () => {
+      const d = await db.prisma.deployment.findUniqueOrThrow({ where: { id } });
+      return d.status === "stopped" ? d : undefined;
+    }, "the deployment to be stopped");
+    expect(stopped.stoppedAt).not.toBeNull();
+    const last = (await api<JobView>("GET", `/jobs/${id}`)).json.lastCheckpoint?.id;
+    await eventually(async () => (await db.prisma.checkpoint.count({ where: { deploymentId: id, checkpointId: last } })) === 1, "the final checkpoint's row");
+  });
+
+  it("a failing job marks its deployment failed with the reason", async () => {
+    const graph = pipeline("pg-broken", { type: "source.file", params: { path: "missing.jsonl", timestampField: "ts" } });
+    const id = await deployment("pg-broken", graph);
+    expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
+    const failed = await eventually(async () => {
+      const d = await db.prisma.deployment.findUniqueOrThrow({ where: { id } });
+      return d.status === "failed" ? d : undefined;
+    }, "the deployment to be failed");
+    expect(failed.failureReason).toMatch(/node "payments": cannot read "missing\.jsonl"/);
+    await api("DELETE", `/jobs/${id}`);
+  });
+});

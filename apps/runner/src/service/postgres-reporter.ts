@@ -1,0 +1,93 @@
+// Records what happens to deployed jobs in Postgres (when DATABASE_URL is set): the deployment's
+// status and failure reason, and one `checkpoints` row per completed checkpoint. The web app reads
+// them. Writes are queued per job in order, and a failed write is logged, never fatal: the job's
+// truth is its checkpoint folder, Postgres only describes it. Jobs whose id is not a deployment in
+// the database (e.g. `keyflow serve --deploy file.json`) are skipped after the first miss.
+import type { PrismaClient } from "@keyflow/db";
+import type { CheckpointStats } from "../job/driver";
+import type { Logger } from "../log";
+import { errorMessage } from "../log";
+import type { JobEvents, ManagedJob, ManagedStatus } from "./jobs";
+
+type DeploymentStatus = "pending" | "running" | "stopped" | "failed";
+
+/** How a job's status shows on its deployment; undefined: no change. */
+export function deploymentStatusOf(status: ManagedStatus): DeploymentStatus | undefined {
+  switch (status) {
+    case "running":
+      return "running";
+    case "restarting":
+    case "failed":
+      return "failed";
+    case "stopped":
+    case "finished":
+      return "stopped";
+    case "starting":
+    case "stopping":
+      return undefined;
+  }
+}
+
+export class PostgresJobReporter implements JobEvents {
+  private readonly queues = new Map<string, Promise<void>>();
+  private readonly unknown = new Set<string>();
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly log: Logger,
+  ) {}
+
+  status(job: ManagedJob, status: ManagedStatus): void {
+    const next = deploymentStatusOf(status);
+    if (!next) return;
+    const failureReason = next === "failed" ? (job.failure ?? null) : undefined;
+    const stoppedAt = next === "stopped" ? new Date() : undefined;
+    this.enqueue(job.deploymentId, async () => {
+      await this.prisma.deployment.update({
+        where: { id: job.deploymentId },
+        data: { status: next, ...(failureReason !== undefined ? { failureReason } : {}), ...(stoppedAt ? { stoppedAt } : {}) },
+      });
+    });
+  }
+
+  checkpoint(job: ManagedJob, stats: CheckpointStats): void {
+    this.enqueue(job.deploymentId, async () => {
+      const row = {
+        status: "completed" as const,
+        triggeredAt: new Date(stats.triggeredAt),
+        durationMs: Math.round(stats.durationMs),
+        sizeBytes: BigInt(stats.stateBytes),
+        path: stats.path ?? null,
+      };
+      await this.prisma.checkpoint.upsert({
+        where: { deploymentId_checkpointId: { deploymentId: job.deploymentId, checkpointId: stats.id } },
+        create: { deploymentId: job.deploymentId, checkpointId: stats.id, ...row },
+        update: row,
+      });
+    });
+  }
+
+  /** Resolves when every queued write has been tried. */
+  async flush(): Promise<void> {
+    await Promise.all(this.queues.values());
+  }
+
+  private enqueue(deploymentId: string, write: () => Promise<void>): void {
+    if (this.unknown.has(deploymentId)) return;
+    const before = this.queues.get(deploymentId) ?? Promise.resolve();
+    const next = before.then(write).catch((err: unknown) => {
+      if (isRecordMissing(err)) {
+        this.unknown.add(deploymentId);
+        this.log.info(`job "${deploymentId}" is not a deployment in the database; its status is not recorded there`);
+      } else {
+        this.log.warn(`recording job "${deploymentId}" in Postgres failed: ${errorMessage(err)}`);
+      }
+    });
+    this.queues.set(deploymentId, next);
+  }
+}
+
+/** Prisma's "record to update not found" (P2025) and a foreign key miss (P2003). */
+function isRecordMissing(err: unknown): boolean {
+  return typeof err === "object" && err !== null && "code" in err && (err.code === "P2025" || err.code === "P2003");
+}
