@@ -1,0 +1,25 @@
+// One database per server process, opened and migrated on first use (not at import, so
+// `next build` never touches it). Kept on globalThis because `next dev` re-evaluates modules on
+// every change, and an embedded PGlite directory can be open in one process once only.
+import { createDb, migrate, type Db } from "@keyflow/db";
+
+const holder = globalThis as typeof globalThis & { __keyflowDb?: Promise<Db> };
+
+async function open(): Promise<Db> {
+  const db = createDb();
+  try {
+    await migrate(db);
+    return db;
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+export function getDb(): Promise<Db> {
+  holder.__keyflowDb ??= open().catch((error: unknown) => {
+    holder.__keyflowDb = undefined; // let the next request try again
+    throw error;
+  });
+  return holder.__keyflowDb;
+}

@@ -1,0 +1,16 @@
+// The API of the designer: one router per area, mounted at /api/trpc (app/api/trpc/[trpc]/route.ts).
+import { catalogRouter } from "./routers/catalog";
+import { deploymentRouter } from "./routers/deployment";
+import { pipelineRouter } from "./routers/pipeline";
+import { createCallerFactory, createTRPCRouter } from "./trpc";
+
+export const appRouter = createTRPCRouter({
+  pipeline: pipelineRouter,
+  deployment: deploymentRouter,
+  catalog: catalogRouter,
+});
+
+export type AppRouter = typeof appRouter;
+
+/** Server-side calls without HTTP (tests, server components). */
+export const createCaller = createCallerFactory(appRouter);

@@ -1,0 +1,75 @@
+// Debian's Chromium driven by playwright-core. Every request leaving localhost is failed and
+// recorded, so a test can assert that the app needed nothing from the internet (no CDN for Monaco,
+// no Google Fonts).
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+
+export const CHROMIUM_PATH = process.env.KEYFLOW_CHROMIUM ?? "/usr/bin/chromium";
+const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
+
+const LOCAL_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+
+/** True for URLs the app may load: its own server, and in-page schemes (data:, blob:). */
+export function isLocalUrl(url: string): boolean {
+  const parsed = new URL(url);
+  if (parsed.protocol === "data:" || parsed.protocol === "blob:" || parsed.protocol === "about:") return true;
+  return LOCAL_HOSTS.has(parsed.hostname);
+}
+
+export interface TestBrowser {
+  /** A persistent context on a fresh, temporary --user-data-dir (removed by close()). */
+  context: BrowserContext;
+  page: Page;
+  /** Requests to another origin than localhost; each was failed. */
+  externalRequests: string[];
+  /** Uncaught page errors and console errors, for diagnostics and assertions. */
+  pageErrors: string[];
+  consoleErrors: string[];
+  consoleWarnings: string[];
+  close(): Promise<void>;
+}
+
+export async function launchBrowser(opts: { viewport?: { width: number; height: number } } = {}): Promise<TestBrowser> {
+  if (!fs.existsSync(CHROMIUM_PATH)) {
+    throw new Error(`Chromium is not installed at ${CHROMIUM_PATH}: apt-get install -y chromium (never npx playwright install)`);
+  }
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "keyflow-chromium-"));
+  // playwright passes the folder to Chromium as --user-data-dir.
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: opts.viewport ?? { width: 1600, height: 900 },
+    deviceScaleFactor: 1,
+  });
+  const externalRequests: string[] = [];
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    if (isLocalUrl(url)) return route.continue();
+    externalRequests.push(url);
+    return route.abort("blockedbyclient");
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const pageErrors: string[] = [];
+  const consoleErrors: string[] = [];
+  const consoleWarnings: string[] = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(message.text());
+    if (message.type() === "warning") consoleWarnings.push(message.text());
+  });
+  return {
+    context,
+    page,
+    externalRequests,
+    pageErrors,
+    consoleErrors,
+    consoleWarnings,
+    async close() {
+      await context.close().catch(() => undefined);
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}

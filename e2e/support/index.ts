@@ -1,0 +1,4 @@
+export * from "./api";
+export * from "./artifacts";
+export * from "./browser";
+export * from "./web-app";
