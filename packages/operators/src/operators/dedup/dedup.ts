@@ -1,0 +1,101 @@
+// dedup: lets the first copy of each id through and holds back the copies that follow within a TTL
+// of event time — the seeds' first pattern (at-least-once delivery from Kafka), keyed by the id
+// itself so it needs no keyBy. State is one timestamp per live id, freed by an event-time timer
+// when its TTL has passed, so an unbounded stream of unique ids keeps a bounded state.
+import { z } from "zod";
+import { valueState, type JsonObject, type Operator, type ValueState } from "../../core/api";
+import { canonicalKey } from "../../core/keys";
+import { defineOperator } from "../../core/spec";
+import { fieldName } from "../../expr/params";
+import { durationMs } from "../../pipeline/durations";
+import { errorsPort } from "../side-outputs";
+import { readField } from "../shared/fields";
+
+export const dedupParams = z.strictObject({
+  field: fieldName().describe(
+    "Field whose value identifies a record, e.g. \"eventId\" (a dotted path such as \"meta.id\" reaches nested fields); the node keys the stream by it",
+  ),
+  ttlMs: durationMs().describe(
+    "How long (ms of event time, or e.g. \"24h\") after a record passed its copies are held back; longer than the longest redelivery delay upstream",
+  ),
+});
+export type DedupParams = z.infer<typeof dedupParams>;
+
+/** What the state remembers of an id: when its copy passed, and how many copies were held back since. */
+interface Seen extends JsonObject {
+  passedAt: number;
+  duplicates: number;
+}
+
+const EXPIRY_TIMER = "expiry";
+
+export const dedupSpec = defineOperator({
+  type: "dedup",
+  version: 1,
+  category: "pattern",
+  title: "Deduplicate",
+  summary: "Pass the first record of each id; hold back its copies for a TTL of event time",
+  docs: `Keys the stream by \`field\` (no keyBy needed; a record without it goes to \`errors\`) and passes a record,
+unchanged, when no record with the same value passed at an event time later than *t − ttlMs*. The first copy to
+**arrive** wins; a copy stamped earlier than the one that passed is a duplicate too, as long as the passed one is
+within \`ttlMs\` of it.
+
+Copies held back go to the \`duplicates\` port as \`{ key, ts, passedAt, duplicates, record }\`, where
+\`duplicates\` counts the copies of that id held back so far (1 for the first) and \`record\` is the copy unchanged.
+
+**State.** One entry per id that passed within the TTL: \`{ passedAt, duplicates }\`. An event-time timer at
+*passedAt + ttlMs* frees it, so state holds only the ids seen within the last \`ttlMs\` of event time (the seeds'
+"billions of keys without TTL" trap designed out).
+
+**Pitfalls.** \`ttlMs\` must exceed the longest delay between copies (Kafka redeliveries after a rebalance, a
+producer retrying for an hour). Once the watermark has passed *passedAt + ttlMs* the id is forgotten: a copy that
+arrives even later passes again. Dedup decides on arrival and has no \`late\` port: a late record is still
+compared with the state that remains.`,
+  params: dedupParams,
+  inputs: [{ id: "in", label: "records", accepts: ["stream", "keyed"], required: true }],
+  outputs: [
+    { id: "out", label: "first copies", kind: "keyed", description: "Each record whose id did not pass within the TTL, unchanged, keyed by the id" },
+    {
+      id: "duplicates",
+      label: "duplicates",
+      kind: "keyed",
+      side: true,
+      description: "Copies held back, as { key, ts, passedAt, duplicates, record }",
+    },
+    errorsPort(),
+  ],
+  requiresKeyedInput: false,
+  stateful: true,
+  outputFields: (_params, inputFields) => inputFields,
+  keySelector(params) {
+    const what = `field "${params.field}"`;
+    return (value) => canonicalKey(readField(value, params.field), what);
+  },
+  create(params): Operator {
+    let seen: ValueState<Seen>;
+    return {
+      open(ctx) {
+        seen = ctx.getValueState(valueState<Seen>("seen"));
+      },
+      processElement(record, ctx) {
+        const ts = record.timestamp;
+        const s = seen.value();
+        if (s !== undefined && s.passedAt > ts - params.ttlMs) {
+          const duplicates = s.duplicates + 1;
+          seen.update({ passedAt: s.passedAt, duplicates });
+          ctx.sideOutput("duplicates", { key: ctx.key ?? null, ts, passedAt: s.passedAt, duplicates, record: record.value }, ts);
+          return;
+        }
+        // A record passes only at least ttlMs after the previous one, so passedAt only grows.
+        seen.update({ passedAt: ts, duplicates: 0 });
+        ctx.timerService.registerEventTimeTimer(ts + params.ttlMs, EXPIRY_TIMER);
+        ctx.output(record.value, ts);
+      },
+      onTimer(timer) {
+        // An older timer of an id that passed again since: the newer timer frees it.
+        const s = seen.value();
+        if (s !== undefined && s.passedAt + params.ttlMs <= timer.time) seen.clear();
+      },
+    };
+  },
+});

@@ -1,0 +1,223 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { JsonObject } from "../../core/api";
+import { OperatorTestHarness, type HarnessOutput } from "../../testing/harness";
+import { canonicalJson } from "../shared/fields";
+import { NUM_RUNS, arrivalOrder, byKey, eventsArb, feed, jittersArb, ofKey, ofPort, run, runWithRestore, type TestEvent } from "../shared/test-support";
+import { velocitySpec } from "./velocity";
+
+const BOUND = 10;
+const keyed = { keyed: true };
+
+/** Reference model: count recomputed from the full event list, (t − w, t] per key. */
+function model(events: readonly TestEvent[], threshold: number, windowMs: number): Map<string, string[]> {
+  const alerts = new Map<string, Array<{ ts: number; line: string }>>();
+  for (const e of events) {
+    const count = events.filter((x) => x.key === e.key && x.ts > e.ts - windowMs && x.ts <= e.ts).length;
+    if (count < threshold) continue;
+    const list = alerts.get(e.key) ?? [];
+    list.push({ ts: e.ts, line: `${e.ts}|${count}|${canonicalJson(e.value)}` });
+    alerts.set(e.key, list);
+  }
+  const out = new Map<string, string[]>();
+  for (const [k, list] of [...alerts.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    out.set(k, list.sort((a, b) => a.ts - b.ts || (a.line < b.line ? -1 : a.line > b.line ? 1 : 0)).map((x) => x.line));
+  }
+  return out;
+}
+
+function lines(out: readonly HarnessOutput[]): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (const [k, list] of byKey(out.filter((o) => o.port === "out"))) {
+    m.set(
+      k,
+      list.map((o) => `${String(o.value.ts)}|${String(o.value.count)}|${canonicalJson(o.value.event ?? null)}`),
+    );
+  }
+  return m;
+}
+
+const paramsArb = fc.record({ threshold: fc.integer({ min: 1, max: 5 }), windowMs: fc.integer({ min: 1, max: 40 }) });
+const valueArb = fc.record({ amount: fc.integer({ min: 1, max: 3 }) });
+
+describe("velocity (ordered)", () => {
+  it("counts equal a recount over the full event list, whatever the arrival order within the bound", () => {
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), (events, params, jitters) => {
+        const out = run(velocitySpec, params, arrivalOrder(events, jitters, BOUND), BOUND, keyed);
+        expect(ofPort(out, "late")).toEqual([]);
+        expect(lines(out)).toEqual(model(events, params.threshold, params.windowMs));
+        for (const o of ofPort(out, "out")) {
+          const ev = o.value.evidence as { records: unknown[]; total: number };
+          expect(ev.total).toBe(o.value.count);
+          expect(o.timestamp).toBe(o.value.ts);
+        }
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("gives the same output sequence for any two arrival orders within the bound", () => {
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), jittersArb(BOUND), (events, params, j1, j2) => {
+        const a = run(velocitySpec, params, arrivalOrder(events, j1, BOUND), BOUND, keyed);
+        const b = run(velocitySpec, params, arrivalOrder(events, j2, BOUND), BOUND, keyed);
+        expect(b).toEqual(a);
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("snapshot and restore at any record equals an uninterrupted run", () => {
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), fc.constantFrom("ordered", "eager"), (events, params, jitters, at, mode) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const p = { ...params, mode };
+        expect(runWithRestore(velocitySpec, p, arrivals, BOUND, at % (arrivals.length + 1), keyed)).toEqual(run(velocitySpec, p, arrivals, BOUND, keyed));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("a key's output does not depend on the other keys", () => {
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), (events, params, jitters) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const all = run(velocitySpec, params, arrivals, BOUND, keyed);
+        const alone = run(velocitySpec, params, arrivals.filter((e) => e.key === "a"), BOUND, keyed);
+        expect(ofKey(all, "a")).toEqual(ofKey(alone, "a"));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("TTL bounds state: unique keys keep live keys <= the keys seen within 2 × windowMs", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 150 }), fc.integer({ min: 1, max: 30 }), (gaps, windowMs) => {
+        const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs }, keyed);
+        const seen: Array<{ key: string; ts: number }> = [];
+        let ts = 0;
+        const events = gaps.map((g, i) => {
+          ts += g;
+          return { key: `k${i}`, ts, value: { id: i } };
+        });
+        feed(h, events, {
+          bound: BOUND,
+          noEnd: true,
+          after: (i) => {
+            seen.push(events[i] as { key: string; ts: number });
+            const horizon = h.watermark() - 2 * windowMs;
+            const live = seen.filter((e) => e.ts > horizon).length;
+            expect(h.stateStats().keys).toBeLessThanOrEqual(live);
+          },
+        });
+        h.endOfInput();
+        expect(h.stateStats()).toMatchObject({ keys: 0, stateEntries: 0, timers: 0 });
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+});
+
+describe("velocity (eager)", () => {
+  /** Eager model: a record counts the records of its key that arrived before it (itself included) in its window. */
+  function eagerModel(arrivals: readonly TestEvent[], threshold: number, windowMs: number): string[] {
+    const out: string[] = [];
+    arrivals.forEach((e, i) => {
+      const count = arrivals.slice(0, i + 1).filter((x) => x.key === e.key && x.ts > e.ts - windowMs && x.ts <= e.ts).length;
+      if (count >= threshold) out.push(`${e.key}|${e.ts}|${count}|${canonicalJson(e.value)}`);
+    });
+    return out;
+  }
+
+  it("decides on arrival, counting the records that arrived before", () => {
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), (events, params, jitters) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const out = run(velocitySpec, { ...params, mode: "eager" }, arrivals, BOUND, keyed);
+        const got = ofPort(out, "out").map((o) => `${o.key}|${String(o.value.ts)}|${String(o.value.count)}|${canonicalJson(o.value.event ?? null)}`);
+        expect(got).toEqual(eagerModel(arrivals, params.threshold, params.windowMs));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("gives up order independence: the same burst out of order alerts on a different record", () => {
+    const params = { threshold: 2, windowMs: 100, mode: "eager" as const };
+    const inOrder = OperatorTestHarness.forSpec(velocitySpec, params, keyed);
+    inOrder.processElement({ id: "1" }, 10, "card").processElement({ id: "2" }, 20, "card");
+    const reversed = OperatorTestHarness.forSpec(velocitySpec, params, keyed);
+    reversed.processElement({ id: "2" }, 20, "card").processElement({ id: "1" }, 10, "card");
+    expect(inOrder.output().map((o) => o.value.ts)).toEqual([20]);
+    expect(reversed.output()).toEqual([]); // the record at 10 does not see the one at 20, nor raise its count
+  });
+});
+
+describe("velocity boundaries", () => {
+  const alertsOf = (h: OperatorTestHarness): JsonObject[] => h.outputOf("out").map((o) => o.value);
+
+  it("excludes a record exactly windowMs earlier and includes one a millisecond later", () => {
+    const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 1000 }, keyed);
+    h.processElement({ id: "a" }, 0, "k").processElement({ id: "b" }, 1000, "k").processElement({ id: "c" }, 1999, "k").endOfInput();
+    expect(alertsOf(h).map((a) => [a.ts, a.count])).toEqual([[1999, 2]]);
+  });
+
+  it("counts records with equal timestamps together, each alerting with the same count", () => {
+    const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 10 }, keyed);
+    h.processElement({ id: "y" }, 5, "k").processElement({ id: "x" }, 5, "k").endOfInput();
+    expect(alertsOf(h).map((a) => [a.count, (a.event as JsonObject).id])).toEqual([
+      [2, "x"],
+      [2, "y"],
+    ]);
+  });
+
+  it("emits { key, ts, count, event, evidence } with ids and timestamps, capped at 50 with the total", () => {
+    const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 60, windowMs: 1_000 }, keyed);
+    for (let i = 0; i < 60; i++) h.processElement({ id: `t${i}`, amount: i }, 100 + i, "card-1");
+    h.endOfInput();
+    const [alert] = h.output();
+    expect(alert?.port).toBe("out");
+    expect(alert?.key).toBe("card-1");
+    expect(alert?.value).toMatchObject({ key: "card-1", ts: 159, count: 60, event: { id: "t59", amount: 59 } });
+    const evidence = alert?.value.evidence as { records: Array<{ id: string; ts: number }>; total: number };
+    expect(evidence.total).toBe(60);
+    expect(evidence.records).toHaveLength(50);
+    expect(evidence.records[0]).toEqual({ id: "t10", ts: 110 });
+    expect(evidence.records[49]).toEqual({ id: "t59", ts: 159 });
+  });
+
+  it("sends records at or below the watermark to `late`, unchanged, in both modes", () => {
+    for (const mode of ["ordered", "eager"] as const) {
+      const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 1, windowMs: 10, mode }, keyed);
+      h.processWatermark(100).processElement({ id: "late" }, 100, "k").processElement({ id: "ok" }, 101, "k").endOfInput();
+      expect(h.outputOf("late").map((o) => o.value)).toEqual([{ id: "late" }]);
+      expect(alertsOf(h).map((a) => a.ts)).toEqual([101]);
+    }
+  });
+
+  it("holds ordered records until the watermark passes them", () => {
+    const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 1, windowMs: 10 }, keyed);
+    h.processElement({ id: "1" }, 50, "k");
+    expect(h.output()).toEqual([]);
+    h.processWatermark(49);
+    expect(h.output()).toEqual([]);
+    h.processWatermark(50);
+    expect(alertsOf(h).map((a) => a.ts)).toEqual([50]);
+  });
+
+  it("frees a silent key with the cleanup timer at last record + windowMs", () => {
+    const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 3, windowMs: 100 }, keyed);
+    h.processElement({ id: "1" }, 10, "k").processWatermark(10);
+    expect(h.stateStats().keys).toBe(1);
+    h.processWatermark(109);
+    expect(h.stateStats().keys).toBe(1);
+    h.processWatermark(110);
+    expect(h.stateStats()).toMatchObject({ keys: 0, timers: 0 });
+  });
+
+  it("refuses a missing threshold and a non-positive window", () => {
+    expect(velocitySpec.params.safeParse({ windowMs: 10 }).success).toBe(false);
+    expect(velocitySpec.params.safeParse({ threshold: 2, windowMs: 0 }).success).toBe(false);
+    expect(velocitySpec.params.parse({ threshold: 2, windowMs: "10m" })).toMatchObject({ windowMs: 600_000, mode: "ordered", idField: "id" });
+  });
+});
