@@ -11,10 +11,10 @@ export const patternWorkloads: Workload[] = [
     id: "velocity-ordered-1m",
     title: "velocity, ordered, 5 in 1 min over 1M keys",
     description:
-      "1M keys, 100k events/s of event time (1 per key per 10 s, so ~6 records per key in each window), jitter 500 ms, out-of-orderness 1 s; records buffered until the watermark, counted in timestamp order",
+      "1M keys, 100k events/s of event time (1 per key per 10 s: 6M events fill one 1-min window, ~6 records per key), jitter 500 ms, out-of-orderness 1 s; records buffered until the watermark, counted in timestamp order; with threshold 5 about half the records alert (an alert-heavy worst case: each alert builds its evidence)",
     spec: velocitySpec as unknown as OperatorSpec,
     params: { threshold: 5, windowMs: 60_000, mode: "ordered" },
-    events: 10_000_000,
+    events: 6_000_000,
     keys: 1_000_000,
     eventsPerSecond: 100_000,
     jitterMs: 500,

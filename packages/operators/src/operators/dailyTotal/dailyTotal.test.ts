@@ -120,6 +120,15 @@ describe("dailyTotal in a daylight-saving zone (America/New_York)", () => {
     expect(String(h.outputOf("errors")[0]?.value.error)).toMatch(/field "amount" is "n\/a", not a number/);
   });
 
+  it("checks its field params against the input's fields, with a suggestion", () => {
+    const params = dailyTotalSpec.params.parse({ field: "amout", limit: 1, timeZone: "UTC" });
+    expect(dailyTotalSpec.check?.(params, { nodeId: "d", inputFields: ["amount", "card"] })).toEqual([
+      expect.objectContaining({ severity: "error", param: "field", message: expect.stringContaining('unknown field "amout" — did you mean "amount"?') }),
+      expect.objectContaining({ severity: "warning", param: "idField" }),
+    ]);
+    expect(dailyTotalSpec.check?.(params, { nodeId: "d" })).toEqual([]);
+  });
+
   it("refuses an unknown time zone", () => {
     expect(dailyTotalSpec.params.safeParse({ field: "amount", limit: 1, timeZone: "Mars/Olympus" }).success).toBe(false);
   });

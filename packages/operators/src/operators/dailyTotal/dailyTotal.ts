@@ -10,7 +10,7 @@ import { timeZone } from "../../pipeline/durations";
 import { errorRecord, errorsPort } from "../side-outputs";
 import { businessDayOf } from "../shared/business-day";
 import { appendCapped, evidenceOf, evidenceRef, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
-import { notANumberMessage, readNumber } from "../shared/fields";
+import { fieldParamIssues, notANumberMessage, readNumber } from "../shared/fields";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
 export const dailyTotalParams = z.strictObject({
@@ -53,7 +53,10 @@ the sum starts from zero at the next local midnight.
 depend on arrival order; late records go to \`late\`, records without a number in \`field\` to \`errors\`.
 
 **State.** One running day per active key, freed by an event-time timer at the next local midnight: keys quiet
-today hold nothing.`,
+today hold nothing.
+
+**Pitfalls.** The day is the institution's (\`timeZone\`), not the cardholder's. A burst that straddles midnight is
+split across two days and may stay under the limit in both: pair the daily limit with a \`velocity\` rule.`,
   params: dailyTotalParams,
   inputs: [{ id: "in", label: "keyed records", accepts: ["keyed"], required: true }],
   outputs: [
@@ -63,6 +66,9 @@ today hold nothing.`,
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: true }), // at the next local midnight
+  check: (params, ctx) =>
+    fieldParamIssues(ctx, [{ param: "field", field: params.field, severity: "error", consequence: "every record would go to errors" }, { param: "idField", field: params.idField, severity: "warning", consequence: "evidence will cite records by timestamp only" }]),
   outputFields: () => ["key", "ts", "day", "total", "limit", "count", "event", "evidence"],
   create(params, init): Operator {
     let current: ValueState<Day>;

@@ -3,13 +3,13 @@
 // itself so it needs no keyBy. State is one timestamp per live id, freed by an event-time timer
 // when its TTL has passed, so an unbounded stream of unique ids keeps a bounded state.
 import { z } from "zod";
-import { valueState, type JsonObject, type Operator, type ValueState } from "../../core/api";
+import { valueState, type Operator, type ValueState } from "../../core/api";
 import { canonicalKey } from "../../core/keys";
 import { defineOperator } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorsPort } from "../side-outputs";
-import { readField } from "../shared/fields";
+import { fieldParamIssues, readField } from "../shared/fields";
 
 export const dedupParams = z.strictObject({
   field: fieldName().describe(
@@ -20,12 +20,6 @@ export const dedupParams = z.strictObject({
   ),
 });
 export type DedupParams = z.infer<typeof dedupParams>;
-
-/** What the state remembers of an id: when its copy passed, and how many copies were held back since. */
-interface Seen extends JsonObject {
-  passedAt: number;
-  duplicates: number;
-}
 
 const EXPIRY_TIMER = "expiry";
 
@@ -43,7 +37,7 @@ within \`ttlMs\` of it.
 Copies held back go to the \`duplicates\` port as \`{ key, ts, passedAt, duplicates, record }\`, where
 \`duplicates\` counts the copies of that id held back so far (1 for the first) and \`record\` is the copy unchanged.
 
-**State.** One entry per id that passed within the TTL: \`{ passedAt, duplicates }\`. An event-time timer at
+**State.** Per id that passed within the TTL: when it passed, and a counter once it has copies. An event-time timer at
 *passedAt + ttlMs* frees it, so state holds only the ids seen within the last \`ttlMs\` of event time (the seeds'
 "billions of keys without TTL" trap designed out).
 
@@ -66,35 +60,45 @@ compared with the state that remains.`,
   ],
   requiresKeyedInput: false,
   stateful: true,
+  stateRetention: (params) => ({ ttlMs: params.ttlMs, ttlParam: "ttlMs", freedByTimers: true }),
+  check: (params, ctx) => fieldParamIssues(ctx, [{ param: "field", field: params.field, severity: "error", consequence: "every record would go to errors" }]),
   outputFields: (_params, inputFields) => inputFields,
   keySelector(params) {
     const what = `field "${params.field}"`;
     return (value) => canonicalKey(readField(value, params.field), what);
   },
   create(params): Operator {
-    let seen: ValueState<Seen>;
+    // Two value states rather than one object: a unique id (the common case) costs one number,
+    // and only ids that actually have copies pay for a counter.
+    let passedAt: ValueState<number>;
+    let duplicates: ValueState<number>;
     return {
       open(ctx) {
-        seen = ctx.getValueState(valueState<Seen>("seen"));
+        passedAt = ctx.getValueState(valueState<number>("passedAt"));
+        duplicates = ctx.getValueState(valueState<number>("duplicates"));
       },
       processElement(record, ctx) {
         const ts = record.timestamp;
-        const s = seen.value();
-        if (s !== undefined && s.passedAt > ts - params.ttlMs) {
-          const duplicates = s.duplicates + 1;
-          seen.update({ passedAt: s.passedAt, duplicates });
-          ctx.sideOutput("duplicates", { key: ctx.key ?? null, ts, passedAt: s.passedAt, duplicates, record: record.value }, ts);
+        const passed = passedAt.value();
+        if (passed !== undefined && passed > ts - params.ttlMs) {
+          const n = (duplicates.value() ?? 0) + 1;
+          duplicates.update(n);
+          ctx.sideOutput("duplicates", { key: ctx.key ?? null, ts, passedAt: passed, duplicates: n, record: record.value }, ts);
           return;
         }
         // A record passes only at least ttlMs after the previous one, so passedAt only grows.
-        seen.update({ passedAt: ts, duplicates: 0 });
+        passedAt.update(ts);
+        if (passed !== undefined) duplicates.clear();
         ctx.timerService.registerEventTimeTimer(ts + params.ttlMs, EXPIRY_TIMER);
         ctx.output(record.value, ts);
       },
       onTimer(timer) {
         // An older timer of an id that passed again since: the newer timer frees it.
-        const s = seen.value();
-        if (s !== undefined && s.passedAt + params.ttlMs <= timer.time) seen.clear();
+        const passed = passedAt.value();
+        if (passed !== undefined && passed + params.ttlMs <= timer.time) {
+          passedAt.clear();
+          duplicates.clear();
+        }
       },
     };
   },

@@ -7,7 +7,7 @@ import type { JsonObject, JsonValue, Operator } from "../../core/api";
 import { defineOperator } from "../../core/spec";
 import { errorRecord, errorsPort } from "../side-outputs";
 import { enriched, enrichedFields, joinKeyOf, joinParams, missPort } from "../shared/enrichment";
-import { isJsonObject } from "../shared/fields";
+import { fieldParamIssues, isJsonObject } from "../shared/fields";
 
 export const enrichBroadcastParams = z.strictObject(joinParams);
 export type EnrichBroadcastParams = z.infer<typeof enrichBroadcastParams>;
@@ -57,6 +57,9 @@ reproducible for audit.`,
   ],
   requiresKeyedInput: false,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: true }), // no keyed state: the table is operator state
+  // The reference records' fields are not known here (inputFields describes the main input).
+  check: (params, ctx) => fieldParamIssues(ctx, [{ param: "keyField", field: params.keyField, severity: "error", consequence: "every record would go to errors" }]),
   outputFields: (params, inputFields) => enrichedFields(inputFields, params.targetField),
   create(params, init): Operator {
     /** Operator state: the broadcast table, identical on every subtask. */

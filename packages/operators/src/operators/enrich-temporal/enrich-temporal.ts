@@ -10,7 +10,7 @@ import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorRecord, errorsPort } from "../side-outputs";
 import { enriched, enrichedFields, joinKeyOf, joinParams, missPort, readTimestamp } from "../shared/enrichment";
-import { isJsonObject } from "../shared/fields";
+import { fieldParamIssues, isJsonObject } from "../shared/fields";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
 export const enrichTemporalParams = z.strictObject({
@@ -73,6 +73,8 @@ idle timeout. A version that arrives after main records at its validity time wer
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: true }), // main records leave with the watermark
+  check: (params, ctx) => fieldParamIssues(ctx, [{ param: "keyField", field: params.keyField, severity: "error", consequence: "every record would go to errors" }]),
   outputFields: (params, inputFields) => enrichedFields(inputFields, params.targetField),
   create(params, init): Operator {
     /** Operator state: versions per reference key, sorted by validity time. */

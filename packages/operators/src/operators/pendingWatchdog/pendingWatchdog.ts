@@ -10,7 +10,7 @@ import { celExpression, fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorRecord, errorsPort } from "../side-outputs";
 import { evidenceOf, evidenceRef } from "../shared/evidence";
-import { readField } from "../shared/fields";
+import { fieldParamIssues, readField } from "../shared/fields";
 import { expressionIssues, RecordExpression } from "../shared/expressions";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
@@ -68,8 +68,13 @@ event time: replays give the same expiries, and a stalled source delays them (se
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: true }),
   check(params, ctx): ParamIssue[] {
-    return [...expressionIssues(params.openWhen, "openWhen", ctx), ...expressionIssues(params.closeWhen, "closeWhen", ctx)];
+    return [
+      ...expressionIssues(params.openWhen, "openWhen", ctx),
+      ...expressionIssues(params.closeWhen, "closeWhen", ctx),
+      ...fieldParamIssues(ctx, [{ param: "idField", field: params.idField, severity: "error", consequence: "opening records would go to errors" }]),
+    ];
   },
   outputFields: () => ["key", "id", "openedAt", "closedAt", "durationMs", "event"],
   create(params, init): Operator {

@@ -7,7 +7,7 @@ import { defineOperator, type ParamIssue } from "../../core/spec";
 import { celExpression, fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorsPort } from "../side-outputs";
-import { readField } from "../shared/fields";
+import { fieldParamIssues, readField } from "../shared/fields";
 import { expressionIssues, RecordExpression } from "../shared/expressions";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
@@ -69,8 +69,10 @@ summary grow with the distinct types.`,
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: true }),
   check(params, ctx): ParamIssue[] {
-    return params.closeWhen === undefined ? [] : expressionIssues(params.closeWhen, "closeWhen", ctx);
+    const typeIssues = fieldParamIssues(ctx, [{ param: "typeField", field: params.typeField, severity: "warning", consequence: "every record would count as \"(missing)\"" }]);
+    return params.closeWhen === undefined ? typeIssues : [...expressionIssues(params.closeWhen, "closeWhen", ctx), ...typeIssues];
   },
   outputFields: () => ["key", "sessionStart", "sessionEnd", "count", "countsByType", "closedBy"],
   create(params, init): Operator {
@@ -92,9 +94,8 @@ summary grow with the distinct types.`,
         const typeValue = readField(value, params.typeField);
         const type = typeof typeValue === "string" || typeof typeValue === "number" || typeof typeValue === "boolean" ? String(typeValue) : MISSING_TYPE;
         let s = session.value();
-        // The gap timer releases records at its time before closing, so a record here is never
-        // more than gapMs after an open session's last one... unless the timer is still pending
-        // at a later time (lazy re-arm): check explicitly.
+        // The gap timer (fired in time order, re-armed lazily) has normally closed such a session
+        // already; the rule is checked here too so that it does not hinge on timer bookkeeping.
         if (s !== undefined && ts - s.last > params.gapMs) {
           emit(s, "gap", s.last + params.gapMs, ctx);
           s = undefined;

@@ -1,6 +1,8 @@
 // Reading the fields that pattern operators name in their params (`amount`, `cardId`,
 // `payment.amount`), and the canonical JSON that breaks timestamp ties deterministically.
 import type { JsonObject, JsonValue } from "../../core/api";
+import type { ParamCheckContext, ParamIssue } from "../../core/spec";
+import { closestName } from "../../expr/cel";
 
 /**
  * The value at a field path: a top-level name, or a dotted path into nested objects
@@ -53,4 +55,27 @@ export function canonicalJson(value: JsonValue): string {
 /** A JSON object (not null, not an array). */
 export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The validator's issues for field-name params, when the input's fields are known: an unknown
+ * field is an error for fields the operator needs, a warning for optional ones (an evidence id,
+ * a type to count by). Dotted paths are checked by their first segment.
+ */
+export function fieldParamIssues(
+  ctx: ParamCheckContext,
+  fields: ReadonlyArray<{ param: string; field: string | undefined; severity: "error" | "warning"; consequence?: string }>,
+): ParamIssue[] {
+  const known = ctx.inputFields;
+  if (known === undefined) return [];
+  const issues: ParamIssue[] = [];
+  for (const { param, field, severity, consequence } of fields) {
+    if (field === undefined) continue;
+    const top = field.split(".")[0] ?? field;
+    if (known.includes(field) || known.includes(top)) continue;
+    const best = closestName(top, known);
+    const hint = best === undefined ? "" : ` — did you mean "${best}"?`;
+    issues.push({ severity, param, message: `unknown field "${field}"${hint}; the input records have ${known.map((f) => `"${f}"`).join(", ")}${consequence ? ` (${consequence})` : ""}` });
+  }
+  return issues;
 }

@@ -11,7 +11,7 @@ import { timeZone } from "../../pipeline/durations";
 import { errorRecord, errorsPort } from "../side-outputs";
 import { businessDayOf } from "../shared/business-day";
 import { appendCapped, evidenceOf, evidenceRef, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
-import { notANumberMessage, readNumber } from "../shared/fields";
+import { fieldParamIssues, notANumberMessage, readNumber } from "../shared/fields";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
 export const structuringParams = z.strictObject({
@@ -66,10 +66,13 @@ a rolling window over the beneficiary. Negative amounts (reversals) below the th
   ],
   requiresKeyedInput: true,
   stateful: true,
-  check(params): ParamIssue[] {
-    return params.totalAbove < params.below
-      ? [{ severity: "warning", param: "totalAbove", message: "below `below`: a couple of ordinary payments will alert; structuring rules usually take totalAbove ≥ below" }]
-      : [];
+  stateRetention: () => ({ freedByTimers: true }), // at the next local midnight
+  check(params, ctx): ParamIssue[] {
+    const issues = fieldParamIssues(ctx, [{ param: "field", field: params.field, severity: "error", consequence: "every record would go to errors" }, { param: "idField", field: params.idField, severity: "warning", consequence: "evidence will cite records by timestamp only" }]);
+    if (params.totalAbove < params.below) {
+      issues.push({ severity: "warning", param: "totalAbove", message: "below `below`: a couple of ordinary payments will alert; structuring rules usually take totalAbove ≥ below" });
+    }
+    return issues;
   },
   outputFields: () => ["key", "ts", "day", "count", "total", "below", "totalAbove", "event", "evidence"],
   create(params, init): Operator {

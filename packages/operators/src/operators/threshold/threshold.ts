@@ -9,6 +9,7 @@ import { celExpression, fieldName } from "../../expr/params";
 import { errorsPort } from "../side-outputs";
 import { evidenceOf, evidenceRef, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
 import { expressionIssues, RecordExpression } from "../shared/expressions";
+import { fieldParamIssues } from "../shared/fields";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
 export const thresholdParams = z
@@ -65,8 +66,9 @@ never recovers keeps it), plus the records waiting for the watermark.`,
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: false }), // a key that alerts and never recovers keeps its entry
   check(params, ctx): ParamIssue[] {
-    const issues = expressionIssues(params.expression, "expression", ctx);
+    const issues = [...expressionIssues(params.expression, "expression", ctx), ...fieldParamIssues(ctx, [{ param: "idField", field: params.idField, severity: "warning", consequence: "evidence will cite records by timestamp only" }])];
     if (params.recoverBelow === params.above) {
       issues.push({ severity: "warning", param: "recoverBelow", message: "equal to `above`: no hysteresis, so a value hovering at the line alerts on every crossing" });
     }

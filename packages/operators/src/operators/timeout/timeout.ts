@@ -10,6 +10,7 @@ import { durationMs } from "../../pipeline/durations";
 import { errorsPort } from "../side-outputs";
 import { appendCapped, evidenceOf, evidenceRef, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
 import { expressionIssues, RecordExpression } from "../shared/expressions";
+import { fieldParamIssues } from "../shared/fields";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
 export const timeoutParams = z.strictObject({
@@ -61,8 +62,9 @@ resolution and on alert. Deadlines are event time: a stalled source delays them 
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: () => ({ freedByTimers: true }),
   check(params, ctx): ParamIssue[] {
-    return [...expressionIssues(params.startWhen, "startWhen", ctx), ...expressionIssues(params.endWhen, "endWhen", ctx)];
+    return [...expressionIssues(params.startWhen, "startWhen", ctx), ...expressionIssues(params.endWhen, "endWhen", ctx), ...fieldParamIssues(ctx, [{ param: "idField", field: params.idField, severity: "warning", consequence: "evidence will cite records by timestamp only" }])];
   },
   outputFields: () => ["key", "ts", "type", "startedAt", "afterMs", "event", "evidence"],
   create(params, init): Operator {

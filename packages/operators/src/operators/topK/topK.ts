@@ -15,7 +15,7 @@ import { defineOperator } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorRecord, errorsPort } from "../side-outputs";
-import { readField } from "../shared/fields";
+import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, orderedOperator } from "../shared/ordered-input";
 
 export const topKParams = z.strictObject({
@@ -73,6 +73,8 @@ so set a TTL (an event-time timer frees a key silent for that long).`,
   ],
   requiresKeyedInput: true,
   stateful: true,
+  stateRetention: (params) => (params.ttlMs === undefined ? { freedByTimers: false } : { ttlMs: params.ttlMs, ttlParam: "ttlMs", freedByTimers: true }),
+  check: (params, ctx) => fieldParamIssues(ctx, [{ param: "field", field: params.field, severity: "error", consequence: "every record would go to errors" }]),
   outputFields: () => ["key", "ts", "topK", "total", "event"],
   create(params, init): Operator {
     let counts: MapState<number>;

@@ -1,13 +1,11 @@
 // velocity: "more than N transactions per card within a rolling window" — the seeds' SAMA velocity
 // check as a KeyedProcessFunction. Per key it keeps the timestamps (and ids, for evidence) of the
-// records still inside the window, a cleanup timer for keys that fall silent, and state TTL as the
-// belt to the timer's braces. `ordered` decides in event-time order; `eager` on arrival.
+// records still inside the window and a cleanup timer for keys that fall silent. `ordered` decides
+// in event-time order; `eager` on arrival.
 import { z } from "zod";
 import {
-  listState,
   valueState,
   type JsonObject,
-  type ListState,
   type Operator,
   type ProcessContext,
   type RuntimeContext,
@@ -18,8 +16,9 @@ import {
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
-import { evidenceOf, evidenceRef, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
-import { EventTimeBuffer, latePort, type PendingRecord } from "../shared/ordered-input";
+import { EVIDENCE_CAP, evidenceOf, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
+import { fieldParamIssues, readField } from "../shared/fields";
+import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
 
 export const velocityParams = z.strictObject({
   threshold: z
@@ -43,9 +42,6 @@ export type VelocityParams = z.infer<typeof velocityParams>;
 /** Namespace of the timer that frees a silent key's window. */
 const CLEANUP_TIMER = "cleanup";
 
-/** One record inside a key's window: its timestamp and, when it has one, its id. */
-type WindowEntry = EvidenceRef;
-
 export const velocitySpec = defineOperator({
   type: "velocity",
   version: 1,
@@ -68,9 +64,10 @@ threshold emits, so downstream can act on each transaction.
   all, and an earlier-stamped record arriving later never raises the count of one already decided. Late records
   still go to \`late\`, so both modes count the same records.
 
-**State.** Per key, the \`{ id, ts }\` of the records inside the window (plus, in \`ordered\` mode, those
-waiting for the watermark). A cleanup timer at *last record + windowMs* frees a silent key: after it, no new
-on-time record can reach those timestamps. State TTL is 2 × windowMs, as the seeds prescribe.
+**State.** Per key, one entry: the timestamps and ids of the records inside the window (plus, in \`ordered\` mode,
+those waiting for the watermark). A cleanup timer at *last record + windowMs* frees a silent key: once the watermark
+is there, no on-time record can reach those timestamps. That is exact and earlier than the seeds' TTL of 2 × windowMs,
+so silent cards hold nothing.
 
 **Pitfalls.** State grows with the records per key per window: a 24 h window over a card doing thousands of
 transactions a day keeps thousands of entries for it. A threshold of 1 alerts on every record.`,
@@ -82,10 +79,11 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
   ],
   requiresKeyedInput: true,
   stateful: true,
-  check(params): ParamIssue[] {
-    return params.threshold === 1
-      ? [{ severity: "warning", param: "threshold", message: "a threshold of 1 alerts on every record" }]
-      : [];
+  stateRetention: (params) => ({ windowMs: params.windowMs, freedByTimers: true }),
+  check(params, ctx): ParamIssue[] {
+    const issues = fieldParamIssues(ctx, [{ param: "idField", field: params.idField, severity: "warning", consequence: "evidence will cite records by timestamp only" }]);
+    if (params.threshold === 1) issues.push({ severity: "warning", param: "threshold", message: "a threshold of 1 alerts on every record" });
+    return issues;
   },
   outputFields: () => ["key", "ts", "count", "event", "evidence"],
   create(params): Operator {
@@ -93,96 +91,147 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
   },
 });
 
+/**
+ * Everything velocity keeps for one key, in one value state: one state read and one write per
+ * record and per timer, which matters at a million keys (each access is a hash lookup that
+ * misses the CPU cache). The window is two parallel arrays rather than an object per record.
+ */
+interface KeyWindow extends JsonObject {
+  /** Timestamps of the records inside the window, ascending (arrival order among equals). */
+  ts: number[];
+  /** Their ids for the evidence (null when a record has none), parallel to `ts`. */
+  ids: Array<string | number | null>;
+  /** `ordered` mode: records waiting for the watermark, unsorted. */
+  pending: PendingRecord[];
+  /** When the registered cleanup timer fires; null when none is registered. */
+  cleanupAt: number | null;
+}
+
+const emptyWindow = (): KeyWindow => ({ ts: [], ids: [], pending: [], cleanupAt: null });
+
+/** Namespace of the timers that release `ordered` records once the watermark passes them. */
+const RELEASE_TIMER = "release";
+
 /** The window and the cleanup timer, shared by both modes. */
 abstract class VelocityBase implements Operator {
-  protected window!: ListState<WindowEntry>;
-  /** When the pending cleanup timer fires; absent when none is registered. */
-  protected cleanupAt!: ValueState<number>;
+  protected state!: ValueState<KeyWindow>;
 
   constructor(protected readonly params: VelocityParams) {}
 
   open(ctx: RuntimeContext): void {
-    // TODO(core): declare TTL 2 × windowMs here once TTL'd state stays readable in the timers that
-    // end of input fires (today every TTL'd entry is expired at watermark +∞, which would lose the
-    // window of the records released last). The cleanup timer alone already frees every key.
-    this.window = ctx.getListState(listState<WindowEntry>("window"));
-    this.cleanupAt = ctx.getValueState(valueState<number>("cleanupAt"));
+    // No state TTL: the engine's event-time TTL expires every entry at watermark +∞, so records
+    // released by end of input would lose their window. The cleanup timer frees keys exactly.
+    this.state = ctx.getValueState(valueState<KeyWindow>("velocity"));
   }
 
   abstract processElement(record: StreamRecord, ctx: ProcessContext): void;
 
+  protected idOf(value: JsonObject): string | number | null {
+    const id = readField(value, this.params.idField);
+    return typeof id === "string" || typeof id === "number" ? id : null;
+  }
+
   /** Keeps exactly one cleanup timer per non-empty window (re-armed lazily, not on every record). */
-  protected ensureCleanup(lastTs: number, ctx: ProcessContext): void {
-    if (this.cleanupAt.value() === undefined) {
-      const at = lastTs + this.params.windowMs;
-      ctx.timerService.registerEventTimeTimer(at, CLEANUP_TIMER);
-      this.cleanupAt.update(at);
+  protected ensureCleanup(w: KeyWindow, ctx: ProcessContext): void {
+    const last = w.ts[w.ts.length - 1];
+    if (w.cleanupAt === null && last !== undefined) {
+      w.cleanupAt = last + this.params.windowMs;
+      ctx.timerService.registerEventTimeTimer(w.cleanupAt, CLEANUP_TIMER);
     }
   }
 
   /**
    * The watermark has passed `time`: entries at or before `time − windowMs` can no longer fall in the
-   * window of an on-time record. Frees the key when nothing newer is left, otherwise re-arms.
+   * window of an on-time record. Empties the window when nothing newer is left, otherwise re-arms.
    */
-  protected cleanup(time: number, ctx: ProcessContext): void {
-    const entries = this.window.get();
-    const last = entries[entries.length - 1];
-    if (last === undefined || last.ts + this.params.windowMs <= time) {
-      this.window.clear();
-      this.cleanupAt.clear();
+  protected cleanup(w: KeyWindow, time: number, ctx: ProcessContext): void {
+    w.cleanupAt = null;
+    const last = w.ts[w.ts.length - 1];
+    if (last === undefined || last + this.params.windowMs <= time) {
+      w.ts = [];
+      w.ids = [];
       return;
     }
-    const at = last.ts + this.params.windowMs;
-    ctx.timerService.registerEventTimeTimer(at, CLEANUP_TIMER);
-    this.cleanupAt.update(at);
+    this.ensureCleanup(w, ctx);
   }
 
-  protected alert(value: JsonObject, ts: number, counted: readonly WindowEntry[], ctx: ProcessContext): void {
-    ctx.output({ key: ctx.key ?? null, ts, count: counted.length, event: value, evidence: evidenceOf(counted) }, ts);
+  /** Writes the key's state back, or frees the key when nothing is left. */
+  protected store(w: KeyWindow): void {
+    if (w.ts.length === 0 && w.pending.length === 0 && w.cleanupAt === null) this.state.clear();
+    else this.state.update(w);
+  }
+
+  /** The alert for a record at `ts` counting the window entries [from, to). */
+  protected alert(value: JsonObject, ts: number, w: KeyWindow, from: number, to: number, ctx: ProcessContext): void {
+    const refs: EvidenceRef[] = [];
+    for (let i = Math.max(from, to - EVIDENCE_CAP); i < to; i++) {
+      const id = w.ids[i];
+      const t = w.ts[i] as number;
+      refs.push(id === null || id === undefined ? { ts: t } : { id, ts: t });
+    }
+    ctx.output({ key: ctx.key ?? null, ts, count: to - from, event: value, evidence: evidenceOf(refs, to - from) }, ts);
   }
 }
 
 /** `ordered`: buffer until the watermark, then count in timestamp order; equal timestamps count each other. */
 class OrderedVelocity extends VelocityBase {
-  private readonly buffer = new EventTimeBuffer();
-
-  override open(ctx: RuntimeContext): void {
-    super.open(ctx);
-    this.buffer.open(ctx);
-  }
-
   processElement(record: StreamRecord, ctx: ProcessContext): void {
-    if (!this.buffer.add(record.value, record.timestamp, ctx)) ctx.sideOutput("late", record.value, record.timestamp);
+    if (record.timestamp <= ctx.timerService.currentWatermark()) {
+      ctx.sideOutput("late", record.value, record.timestamp);
+      return;
+    }
+    const w = this.state.value() ?? emptyWindow();
+    w.pending.push({ ts: record.timestamp, value: record.value });
+    this.state.update(w);
+    ctx.timerService.registerEventTimeTimer(record.timestamp, RELEASE_TIMER);
   }
 
   onTimer(timer: TimerFiring, ctx: ProcessContext): void {
     if (timer.domain !== "event") return;
+    const w = this.state.value();
+    if (w === undefined) return;
     // Release first: a record at exactly the cleanup time is on time and must see the window.
-    const due = this.buffer.release(timer.time);
-    if (due.length > 0) this.count(due, ctx);
-    if (timer.namespace === CLEANUP_TIMER) this.cleanup(timer.time, ctx);
+    const only = w.pending.length === 1 ? w.pending[0] : undefined;
+    if (only !== undefined && only.ts <= timer.time) {
+      // The common case (one record per key and timestamp): no partitioning, no sorting.
+      w.pending = [];
+      this.count(w, [only], ctx);
+    } else if (w.pending.length > 1) {
+      const due: PendingRecord[] = [];
+      const rest: PendingRecord[] = [];
+      for (const r of w.pending) (r.ts <= timer.time ? due : rest).push(r);
+      if (due.length > 0) {
+        w.pending = rest;
+        this.count(w, sortPending(due), ctx);
+      }
+    }
+    if (timer.namespace === CLEANUP_TIMER && w.cleanupAt === timer.time) this.cleanup(w, timer.time, ctx);
+    this.store(w);
   }
 
-  /** Counts released records (sorted by timestamp), one group of equal timestamps at a time. */
-  private count(due: readonly PendingRecord[], ctx: ProcessContext): void {
-    let entries = this.window.get().slice();
+  /** Counts released records (sorted), one group of equal timestamps at a time. */
+  private count(w: KeyWindow, due: readonly PendingRecord[], ctx: ProcessContext): void {
     for (let i = 0; i < due.length; ) {
       const ts = (due[i] as PendingRecord).ts;
       let j = i;
       while (j < due.length && (due[j] as PendingRecord).ts === ts) j++;
-      // Records arrive here in timestamp order, so the window is sorted and eviction is a prefix.
+      // Records come here in timestamp order, so the window is sorted and eviction is a prefix.
       let first = 0;
-      while (first < entries.length && (entries[first] as WindowEntry).ts <= ts - this.params.windowMs) first++;
-      if (first > 0) entries = entries.slice(first);
-      for (let k = i; k < j; k++) entries.push(evidenceRef((due[k] as PendingRecord).value, ts, this.params.idField));
-      if (entries.length >= this.params.threshold) {
-        for (let k = i; k < j; k++) this.alert((due[k] as PendingRecord).value, ts, entries, ctx);
+      while (first < w.ts.length && (w.ts[first] as number) <= ts - this.params.windowMs) first++;
+      if (first > 0) {
+        w.ts.splice(0, first);
+        w.ids.splice(0, first);
+      }
+      for (let k = i; k < j; k++) {
+        w.ts.push(ts);
+        w.ids.push(this.idOf((due[k] as PendingRecord).value));
+      }
+      if (w.ts.length >= this.params.threshold) {
+        for (let k = i; k < j; k++) this.alert((due[k] as PendingRecord).value, ts, w, 0, w.ts.length, ctx);
       }
       i = j;
     }
-    this.window.update(entries);
-    const last = entries[entries.length - 1];
-    if (last !== undefined) this.ensureCleanup(last.ts, ctx);
+    this.ensureCleanup(w, ctx);
   }
 }
 
@@ -195,28 +244,32 @@ class EagerVelocity extends VelocityBase {
       ctx.sideOutput("late", record.value, ts);
       return;
     }
+    const w = this.state.value() ?? emptyWindow();
     // Entries at or before watermark − windowMs are outside every future on-time record's window.
     const horizon = watermark - this.params.windowMs;
-    const kept: WindowEntry[] = [];
-    let inserted = false;
-    const entry = evidenceRef(record.value, ts, this.params.idField);
-    for (const e of this.window.get()) {
-      if (e.ts <= horizon) continue;
-      // Keep the window sorted by timestamp, arrival order among equal timestamps.
-      if (!inserted && e.ts > ts) {
-        kept.push(entry);
-        inserted = true;
-      }
-      kept.push(e);
+    let first = 0;
+    while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
+    if (first > 0) {
+      w.ts = w.ts.slice(first);
+      w.ids = w.ids.slice(first);
     }
-    if (!inserted) kept.push(entry);
-    this.window.update(kept);
-    const counted = kept.filter((e) => e.ts > ts - this.params.windowMs && e.ts <= ts);
-    if (counted.length >= this.params.threshold) this.alert(record.value, ts, counted, ctx);
-    this.ensureCleanup((kept[kept.length - 1] as WindowEntry).ts, ctx);
+    // Insert after every entry at or before ts: sorted by timestamp, arrival order among equals.
+    let at = w.ts.length;
+    while (at > 0 && (w.ts[at - 1] as number) > ts) at--;
+    w.ts.splice(at, 0, ts);
+    w.ids.splice(at, 0, this.idOf(record.value));
+    let from = at;
+    while (from > 0 && (w.ts[from - 1] as number) > ts - this.params.windowMs) from--;
+    if (at + 1 - from >= this.params.threshold) this.alert(record.value, ts, w, from, at + 1, ctx);
+    this.ensureCleanup(w, ctx);
+    this.store(w);
   }
 
   onTimer(timer: TimerFiring, ctx: ProcessContext): void {
-    if (timer.domain === "event" && timer.namespace === CLEANUP_TIMER) this.cleanup(timer.time, ctx);
+    if (timer.domain !== "event" || timer.namespace !== CLEANUP_TIMER) return;
+    const w = this.state.value();
+    if (w === undefined || w.cleanupAt !== timer.time) return;
+    this.cleanup(w, timer.time, ctx);
+    this.store(w);
   }
 }
