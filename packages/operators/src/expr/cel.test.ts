@@ -146,3 +146,20 @@ describe("closestName", () => {
     expect(closestName("zzzzzzzz", ["filter", "map"])).toBeUndefined();
   });
 });
+
+describe("fields named like CEL built-ins", () => {
+  const site = { nodeId: "f", param: "expression" };
+  it("reads them through `record`", () => {
+    const e = compileExpression('record.type == "login" && amount > 10', site);
+    expect(e.test({ type: "login", amount: 20 })).toBe(true);
+    expect(e.test({ type: "payment", amount: 20 })).toBe(false);
+    expect(e.referencedFields()).toEqual(["amount"]);
+  });
+  it("keeps a record's own field named `record`", () => {
+    expect(compileExpression('record == "x"', site).test({ record: "x" })).toBe(true);
+  });
+  it("says how to read a bare `type` field", () => {
+    const e = compileExpression('type == "login"', site);
+    expect(() => e.test({ type: "login" })).toThrow(/write `record.type` to read the field named type/);
+  });
+});

@@ -80,6 +80,11 @@ export interface CompiledExpression {
   referencedFields(): readonly string[];
 }
 
+/** The variable bound to the whole record. */
+export const RECORD_VARIABLE = "record";
+/** CEL's type identifiers: a bare field of one of these names reads the type, not the field. */
+const CEL_TYPE_IDENTIFIERS = ["type", "int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "dyn"];
+
 // ---- The environment: built once, shared by every expression (building it is the costly part) ----
 
 type Num = number | bigint;
@@ -279,11 +284,16 @@ export function compileExpression(source: string, site: ExpressionSite): Compile
   }
   const free = new Set<string>();
   collectFreeVariables(parsed.ast, new Set(), free);
+  // `record` names the whole record, so fields whose names are CEL built-ins (`type`, `int`,
+  // ...) stay readable as `record.type`; a record with its own `record` field keeps it.
+  const usesRecordVariable = free.has(RECORD_VARIABLE);
+  free.delete(RECORD_VARIABLE);
   const fields = [...free].sort();
 
   const run = (record: JsonObject): unknown => {
     try {
-      return parsed(record) as unknown;
+      const activation = usesRecordVariable && !Object.hasOwn(record, RECORD_VARIABLE) ? { ...record, [RECORD_VARIABLE]: record } : record;
+      return parsed(activation) as unknown;
     } catch (e) {
       if (!isCelError(e)) throw e;
       const span = spanOf(source, e.range);
@@ -294,7 +304,13 @@ export function compileExpression(source: string, site: ExpressionSite): Compile
       // A null field in arithmetic or comparison reads as "no such overload: null_type > int";
       // say which field it is.
       const nullField = fields.find((f) => record[f] === null);
-      const hint = e.code === "no_such_overload" && nullField !== undefined ? ` (field "${nullField}" is null)` : "";
+      const builtin = e.code === "no_such_overload" ? CEL_TYPE_IDENTIFIERS.find((name) => new RegExp(`(^|[^.\\w])${name}\\s*(==|!=|in\\b)`).test(source)) : undefined;
+      const hint =
+        builtin !== undefined
+          ? ` (\`${builtin}\` is a CEL built-in type name, not your field: write \`record.${builtin}\` to read the field named ${builtin})`
+          : e.code === "no_such_overload" && nullField !== undefined
+            ? ` (field "${nullField}" is null)`
+            : "";
       throw new ExpressionEvaluationError(site, `${summaryOf(e)}${hint}`, span, hint ? nullField : undefined);
     }
   };

@@ -24,6 +24,7 @@ export const filterSpec = defineOperator({
 [CEL](https://cel.dev): the record's top-level fields are variables (\`amount\`, \`country\`), nested ones are
 reached with dots (\`device.os == "android"\`), and \`has(device.os)\` tests for a nested field.
 
+- \`record\` is the whole record: a field named like a CEL type (\`type\`, \`int\`, \`string\`, ...) reads as \`record.type == "login"\`.
 - Numbers compare across integer and decimal: \`amount > 50000\` holds for \`50000.5\` and for \`60000\`.
 - Strings: \`country in ["NG", "RU"]\`, \`merchantId.startsWith("m-5411")\`, \`email.matches("@example\\\\.com$")\`.
 - Stateless: a keyed input stays keyed, so a filter may sit between keyBy and a keyed operator.
