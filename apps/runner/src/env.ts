@@ -13,6 +13,10 @@ const envSchema = z.object({
   /** Folder against which the service resolves relative file paths of deployed pipelines. */
   KEYFLOW_DATA_DIR: z.string().optional(),
   KEYFLOW_LOG_LEVEL: z.enum(["error", "warn", "info", "debug"]).default("info"),
+  /** process.custom: CPU budget of one call of the user's code, ms (default 50). */
+  KEYFLOW_SANDBOX_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).optional(),
+  /** process.custom: heap limit of the user's code, MB (default 64). */
+  KEYFLOW_SANDBOX_MEMORY_MB: z.coerce.number().int().min(8).max(4_096).optional(),
 });
 
 export type LogLevel = "error" | "warn" | "info" | "debug";
@@ -26,6 +30,10 @@ export interface RunnerEnv {
   checkpointRoot: string;
   dataDir: string;
   logLevel: LogLevel;
+  /** process.custom's per-call timeout (KEYFLOW_SANDBOX_TIMEOUT_MS); undefined: the sandbox's default. */
+  sandboxTimeoutMs?: number;
+  /** process.custom's memory limit (KEYFLOW_SANDBOX_MEMORY_MB); undefined: the sandbox's default. */
+  sandboxMemoryLimitMb?: number;
 }
 
 export class EnvError extends Error {}
@@ -48,5 +56,7 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env, cwd: string = p
     checkpointRoot: path.resolve(cwd, e.KEYFLOW_CHECKPOINT_ROOT ?? ".keyflow/checkpoints"),
     dataDir,
     logLevel: e.KEYFLOW_LOG_LEVEL,
+    ...(e.KEYFLOW_SANDBOX_TIMEOUT_MS !== undefined ? { sandboxTimeoutMs: e.KEYFLOW_SANDBOX_TIMEOUT_MS } : {}),
+    ...(e.KEYFLOW_SANDBOX_MEMORY_MB !== undefined ? { sandboxMemoryLimitMb: e.KEYFLOW_SANDBOX_MEMORY_MB } : {}),
   };
 }

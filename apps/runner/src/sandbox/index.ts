@@ -58,6 +58,13 @@
 //   const effects = await fn.processElement({ key, record, timestamp, watermark, state });
 //   // apply effects.state / timers / outputs / sideOutputs; on SandboxError route the record to `errors`
 //   await fn.close();
+//
+// The engine calls process.custom synchronously: ./custom-function-factory.ts is its
+// CustomFunctionFactory over this sandbox, through ./sync-bridge.ts (the job thread blocks on
+// Atomics.wait while a worker thread makes the asynchronous call). Every job gets one
+// (../job/create.ts passes it in LocalJobOptions.operatorServices and closes it when the job ends).
+export { createCustomFunctionFactory, type CustomFunctionFactoryOptions, type SandboxedFunctions, type SandboxedFunctionStats } from "./custom-function-factory";
+export { BridgeError, SyncBridge, type BridgeErrorKind, type SyncBridgeOptions } from "./sync-bridge";
 export { SandboxError, isSandboxError, type SandboxErrorKind, type SandboxErrorDetails } from "./errors";
 export { createSandboxedProcessFunction, type SandboxOptions, type SandboxedProcessFunction } from "./sandbox";
 export { transpileUserCode, USER_SOURCE_NAME, type SyntaxDiagnostic } from "./transpile";

@@ -1,6 +1,7 @@
 // An operator's spec: the one description of it that the palette, the inspector form, the
 // validator and the runner all read (n8n's node description, Arroyo's connector schema).
 import type { z } from "zod";
+import type { CustomFunctionFactory } from "../operators/process-custom/process-custom";
 import type { JsonObject, Key, Operator } from "./api";
 
 /**
@@ -76,7 +77,17 @@ export interface OperatorInit {
   nodeId: string;
   /** Names of the node's connected output ports, so operators can tell where a side output goes. */
   connectedOutputs: ReadonlySet<string>;
+  /**
+   * process.custom only: turns the user's code into a function run in the runner's sandbox. The
+   * engine never creates one (it stays pure): the runner injects it through
+   * LocalJobOptions.operatorServices; without it process.custom refuses to run. Other operators
+   * ignore it.
+   */
+  customFunctionFactory?: CustomFunctionFactory;
 }
+
+/** The services the runner injects into every operator's init (LocalJobOptions.operatorServices). */
+export type OperatorServices = Pick<OperatorInit, "customFunctionFactory">;
 
 export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
   type: string;

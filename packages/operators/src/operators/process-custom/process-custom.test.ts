@@ -2,6 +2,7 @@ import fc from "fast-check";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { defineOperator } from "../../core/spec";
+import { LocalJob } from "../../runtime/job";
 import { OperatorTestHarness } from "../../testing/harness";
 import { NUM_RUNS, arrivalOrder, eventsArb, jittersArb, ofKey, run, runWithRestore } from "../shared/test-support";
 import {
@@ -115,6 +116,56 @@ describe("process.custom", () => {
     const program = ts.createProgram(["/context.d.ts", "/user.ts"], options, host);
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
     expect(diagnostics).toEqual([]);
+  });
+
+  it("runs in a LocalJob with the factory injected through operatorServices (and refuses without it)", () => {
+    const pipeline = {
+      format: "keyflow.pipeline/v1",
+      name: "custom",
+      nodes: [
+        { id: "pay", type: "source.file", params: { path: "pay.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 0 } },
+        { id: "by", type: "keyBy", params: { field: "card" } },
+        { id: "mine", type: "process.custom", params: { code: "// the user's code" } },
+        { id: "out", type: "sink.file", params: { path: "out.jsonl" } },
+        { id: "alerts", type: "sink.file", params: { path: "alerts.jsonl" } },
+      ],
+      edges: [
+        { from: "pay", to: "by" },
+        { from: "by", to: "mine" },
+        { from: "mine", to: "out" },
+        { from: "mine:alerts", to: "alerts" },
+      ],
+    };
+    expect(() => LocalJob.create(pipeline)).toThrow(`node "mine": ${NO_SANDBOX_MESSAGE}`);
+
+    const calls: Array<[string, string]> = [];
+    const customFunctionFactory: CustomFunctionFactory = (code, site) => {
+      calls.push([code, site.nodeId]);
+      return counter(2, 100);
+    };
+    const feed = (job: LocalJob, from: number, to: number) => {
+      for (let i = from; i < to; i++) job.pushValue("pay", { card: i % 2 === 0 ? "a" : "b", ts: i }, { partition: 0 });
+    };
+    const job = LocalJob.create(pipeline, { operatorServices: { customFunctionFactory } });
+    expect(calls).toEqual([["// the user's code", "mine"]]);
+    feed(job, 0, 3);
+    const restored = LocalJob.restore(pipeline, job.snapshot(), { operatorServices: { customFunctionFactory } });
+    feed(restored, 3, 5);
+    restored.endOfInput("pay");
+    const sunk = (j: LocalJob, node: string) => j.drain().flatMap((e) => (e.kind === "sink" && e.nodeId === node ? [e.value] : []));
+    expect(sunk(job, "out")).toEqual([
+      { n: 1, ts: 0 },
+      { n: 1, ts: 1 },
+      { n: 2, ts: 2 },
+    ]);
+    const after = restored.drain();
+    expect(after.flatMap((e) => (e.kind === "sink" && e.nodeId === "out" ? [e.value] : []))).toEqual([
+      { n: 2, ts: 3 },
+      { n: 3, ts: 4 },
+      { reset: 100, tag: "reset", seen: 3 },
+      { reset: 101, tag: "reset", seen: 2 },
+    ]);
+    expect(after.flatMap((e) => (e.kind === "sink" && e.nodeId === "alerts" ? [e.value] : []))).toEqual([{ key: "b", n: 2, late: false }]);
   });
 
   it("declares a keyed input, the alerts and errors side outputs, and a default code", () => {

@@ -193,8 +193,8 @@ job goes on; the state writes made before the throw stay.
   requiresKeyedInput: true,
   stateful: true,
   create(params, init): Operator {
-    // The runner passes its factory as an extra field of init (see the report on OperatorInit).
-    const factory = "customFunctionFactory" in init ? init.customFunctionFactory : undefined;
+    // The runner injects its sandbox's factory (LocalJobOptions.operatorServices); the engine has none.
+    const factory = init.customFunctionFactory;
     if (typeof factory !== "function") throw new Error(`node "${init.nodeId}": ${NO_SANDBOX_MESSAGE}`);
     return createCustomOperator(params, init, (code, site) => {
       const fn: unknown = factory(code, site);
