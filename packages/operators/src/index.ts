@@ -10,7 +10,9 @@ export * from "./core/keys";
 export { OperatorHost, type HostEmit, type HostMetrics, type OperatorHostOptions, type StateStats } from "./core/host";
 export { HeapKeyedStateBackend, estimateBytes, type KeyedStateBackend, type StateBackendStats, type StateKind, type StateTable, type TableSnapshot } from "./core/state";
 export { TimerQueue, type TimerTuple } from "./core/timers";
-export { LocalJob, type JobEmission, type JobEndpoint, type LocalJobOptions, type NodeMetrics, type SourceOrigin } from "./runtime/job";
+export { PartitionWatermarks, type PartitionWatermarkTuple } from "./core/watermarks";
+export { LocalJob, type ExchangeOutput, type JobEmission, type JobEndpoint, type LocalJobOptions, type NodeMetrics, type SourceOrigin } from "./runtime/job";
+export { mergeJobSnapshots, mergeOperatorSnapshots, type SnapshotPart } from "./runtime/rescale";
 export { compileGraph, PipelineInvalidError, type GraphNode, type JobGraph, type PipelineIssue, type Route } from "./runtime/graph";
 export { eventTimeOf, parseIsoTimestamp } from "./runtime/timestamps";
 
@@ -47,3 +49,35 @@ export type { SinkFileParams } from "./operators/sink.file/sink.file";
 export { SALT_SEPARATOR, selectKey, type KeyByParams } from "./operators/keyBy/keyBy";
 export { errorRecord, type ErrorRecord } from "./operators/side-outputs";
 export * from "./operators/windows";
+
+// ---- Fraud patterns, enrichment and custom process functions ----
+export { velocitySpec, type VelocityParams } from "./operators/velocity/velocity";
+export { dedupSpec, type DedupParams } from "./operators/dedup/dedup";
+export { thresholdSpec, type ThresholdParams } from "./operators/threshold/threshold";
+export { timeoutSpec, type TimeoutParams } from "./operators/timeout/timeout";
+export { sessionizeSpec, type SessionizeParams } from "./operators/sessionize/sessionize";
+export { topKSpec, type TopKParams } from "./operators/topK/topK";
+export { dailyTotalSpec, type DailyTotalParams } from "./operators/dailyTotal/dailyTotal";
+export { structuringSpec, type StructuringParams } from "./operators/structuring/structuring";
+export { pendingWatchdogSpec, type PendingWatchdogParams } from "./operators/pendingWatchdog/pendingWatchdog";
+export { enrichBroadcastSpec, type EnrichBroadcastParams } from "./operators/enrich-broadcast/enrich-broadcast";
+export { enrichTemporalSpec, type EnrichTemporalParams } from "./operators/enrich-temporal/enrich-temporal";
+export {
+  createCustomOperator,
+  NO_SANDBOX_MESSAGE,
+  processCustomSpec,
+  processCustomTemplate,
+  processCustomTypeDefinitions,
+  type CustomContext,
+  type CustomFunctionFactory,
+  type CustomProcessFunction,
+  type CustomRecord,
+  type CustomSidePort,
+  type CustomState,
+  type CustomStateOptions,
+  type CustomTimer,
+  type CustomTimers,
+  type ProcessCustomParams,
+} from "./operators/process-custom/process-custom";
+export { businessDayOf, type BusinessDay } from "./operators/shared/business-day";
+export { EVIDENCE_CAP, type Evidence, type EvidenceRef } from "./operators/shared/evidence";

@@ -8,8 +8,20 @@ const KEYS = 100_000;
 
 export const windowWorkloads: Workload[] = [
   keyedHostWorkload({
+    id: "tumbling-count-10k",
+    title: "keyed count, tumbling 1 min, 10k keys",
+    description: "10k keys (state fits in the CPU caches), 100k events/s of event time, jitter 500 ms, out-of-orderness 1 s",
+    spec: windowTumblingSpec as unknown as OperatorSpec,
+    params: { sizeMs: 60_000, aggregate: { op: "count" } },
+    events: 10_000_000,
+    keys: 10_000,
+    eventsPerSecond: 100_000,
+    jitterMs: 500,
+    maxOutOfOrdernessMs: 1_000,
+  }),
+  keyedHostWorkload({
     id: "tumbling-count",
-    title: "keyed count, tumbling 1 min",
+    title: "keyed count, tumbling 1 min, 100k keys",
     description: "100k keys, 100k events/s of event time (1 per key per s), jitter 500 ms, out-of-orderness 1 s",
     spec: windowTumblingSpec as unknown as OperatorSpec,
     params: { sizeMs: 60_000, aggregate: { op: "count" } },

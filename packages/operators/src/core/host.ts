@@ -20,7 +20,7 @@ import type {
 } from "./api";
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
-import type { KeySelector, OperatorSpec } from "./spec";
+import type { KeySelector, OperatorServices, OperatorSpec } from "./spec";
 import { decodeSnapshot, encodeSnapshot } from "./snapshot-codec";
 import {
   ExpiryIndex,
@@ -64,6 +64,8 @@ export interface OperatorHostOptions {
    */
   keyGroupRange?: KeyGroupRange;
   backend?: KeyedStateBackend;
+  /** Services injected by the runner, passed to spec.create in init (process.custom's sandbox). */
+  services?: OperatorServices;
 }
 
 export interface StateStats {
@@ -217,7 +219,7 @@ export class OperatorHost {
     this.keySelector = spec.keySelector?.(opts.params);
 
     const connected = new Set(opts.connectedOutputs ?? spec.outputs.map((o) => o.id));
-    this.operator = spec.create(opts.params, { nodeId, connectedOutputs: connected });
+    this.operator = spec.create(opts.params, { ...opts.services, nodeId, connectedOutputs: connected });
     if (opts.restoreFrom) this.restore(opts.restoreFrom, opts.keyGroupRange);
     this.operator.open?.(this.ctx);
   }
@@ -330,17 +332,17 @@ export class OperatorHost {
 
   private fireTimers(queue: TimerQueue, upTo: number, domain: "event" | "processing"): void {
     const op = this.operator;
-    const ctx = this.ctx;
-    for (let t = queue.peekTime(); t !== undefined && t <= upTo; t = queue.peekTime()) {
-      for (const due of queue.dueAt(t)) {
-        if (!queue.delete(due.key, t, due.namespace)) continue; // deleted by an earlier onTimer
-        if (op.onTimer === undefined) continue;
-        ctx.key = due.key;
-        ctx.timestamp = t;
-        ctx.inputPort = "in";
-        op.onTimer({ key: due.key, time: t, domain, namespace: due.namespace }, ctx);
-      }
+    if (op.onTimer === undefined) {
+      queue.fireUpTo(upTo, () => {});
+      return;
     }
+    const ctx = this.ctx;
+    queue.fireUpTo(upTo, (key, namespace, time) => {
+      ctx.key = key;
+      ctx.timestamp = time;
+      ctx.inputPort = "in";
+      op.onTimer?.({ key, time, domain, namespace }, ctx);
+    });
   }
 
   // ---- output ------------------------------------------------------------------------------

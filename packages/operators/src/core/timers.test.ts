@@ -86,4 +86,37 @@ describe("TimerQueue", () => {
     expect((q as unknown as { times: { size: number } }).times.size).toBeLessThan(200);
     expect(fireAll(q, Infinity)).toEqual([[5, "k", ""]]);
   });
+
+  describe("fireUpTo", () => {
+    it("fires in order and empties the queue, including timers registered meanwhile at or below the limit", () => {
+      const q = new TimerQueue();
+      q.register("b", 5, "");
+      q.register("a", 5, "");
+      q.register("a", 9, "");
+      const fired: string[] = [];
+      q.fireUpTo(10, (key, ns, t) => {
+        fired.push(`${t}:${key}`);
+        if (key === "a" && t === 5) q.register("c", 7, "");
+      });
+      expect(fired).toEqual(["5:a", "5:b", "7:c", "9:a"]);
+      expect(q.size).toBe(0);
+    });
+
+    it("honours deletes and re-registrations of the time being fired", () => {
+      const q = new TimerQueue();
+      for (const k of ["a", "b", "c", "d"]) q.register(k, 5, "");
+      const fired: string[] = [];
+      q.fireUpTo(5, (key) => {
+        fired.push(key);
+        if (key === "a" && fired.length === 1) {
+          expect(q.delete("c", 5, "")).toBe(true); // pending: cancelled
+          expect(q.has("d", 5, "")).toBe(true);
+          expect(q.register("d", 5, "")).toBe(false); // pending: already registered
+        }
+        if (key === "b") expect(q.register("a", 5, "")).toBe(true); // already fired: a new timer
+      });
+      expect(fired).toEqual(["a", "b", "d", "a"]);
+      expect(q.size).toBe(0);
+    });
+  });
 });

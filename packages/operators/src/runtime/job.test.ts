@@ -99,6 +99,17 @@ describe("LocalJob", () => {
     expect(lateOut).toHaveLength(2); // ts 3 (watermark 24 at arrival) and ts 30
   });
 
+  it("marks partitions idle after idleTimeoutMs of injected processing time without records", () => {
+    const job = LocalJob.create(doc([src("pay", { idleTimeoutMs: 1_000 }), { id: "by", type: "keyBy", params: { field: "card" } }, { id: "win", type: "window.tumbling", params: { sizeMs: 10, aggregate: { op: "count" } } }, sink("out")], [["pay", "by"], ["by", "win"], ["win", "out"]]), { processingTime: 0 });
+    job.pushValue("pay", { card: "a", ts: 1 }, { partition: 0 });
+    job.advanceProcessingTime(500);
+    job.pushValue("pay", { card: "a", ts: 30 }, { partition: 1 });
+    expect(job.metrics().pay?.watermark).toBe(0); // partition 0 holds it back
+    job.advanceProcessingTime(1_200); // partition 0 silent for 1200 ms, partition 1 for 700 ms
+    expect(job.metrics().pay?.watermark).toBe(29);
+    expect(sinkValues(job.drain())).toEqual([{ key: "a", windowStart: 0, windowEnd: 10, value: 1 }]);
+  });
+
   it("judges lateness against the watermark before the record moves it", () => {
     const job = LocalJob.create(doc([src("pay", { maxOutOfOrdernessMs: 5 }), { id: "by", type: "keyBy", params: { field: "card" } }, { id: "win", type: "window.tumbling", params: { sizeMs: 10, aggregate: { op: "count" } } }, sink("out"), sink("late")], [["pay", "by"], ["by", "win"], ["win", "out"], ["win:late", "late"]]));
     job.pushValue("pay", { card: "a", ts: 15 }, { partition: 0 }); // watermark 9

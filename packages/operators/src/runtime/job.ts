@@ -4,12 +4,14 @@
 import type { JsonObject, JsonValue, Key } from "../core/api";
 import { MAX_WATERMARK, MIN_WATERMARK } from "../core/api";
 import { OperatorHost } from "../core/host";
+import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
-import type { OperatorSpec } from "../core/spec";
+import type { OperatorServices, OperatorSpec } from "../core/spec";
 import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
 import type { PipelineDocument } from "../pipeline/document";
 import { validatePipeline } from "../pipeline/validate";
+import { DEFAULT_MAX_OUT_OF_ORDERNESS_MS } from "../operators/event-time";
 import { readField } from "../operators/shared/fields";
 import { compileGraph, PipelineInvalidError, type GraphNode, type JobGraph, type PipelineIssue } from "./graph";
 import { eventTimeOf } from "./timestamps";
@@ -42,6 +44,24 @@ export interface LocalJobOptions {
   processingTime?: number;
   /** Restricts keyed processing to these key groups (inclusive), for one of the runner's subtasks. */
   keyGroupRange?: KeyGroupRange;
+  /**
+   * Nodes another task of the runner runs (a parallel job's task boundary): they get no host here,
+   * and the records, watermarks and idleness this job would hand them go to `output` instead.
+   * Records for them arrive through pushExchange / pushWatermark / markInputIdle on their task.
+   */
+  remote?: { nodes: ReadonlySet<string>; output: ExchangeOutput };
+  /**
+   * What the runner injects into every operator's init: process.custom's CustomFunctionFactory
+   * (its sandbox). The engine never creates these; without them process.custom refuses to run.
+   */
+  operatorServices?: OperatorServices;
+}
+
+/** Where a task's records and watermarks for a node of another task go (see LocalJobOptions.remote). */
+export interface ExchangeOutput {
+  record(to: string, port: string, channel: number, value: JsonObject, timestamp: number, key: Key | undefined): void;
+  watermark(to: string, channel: number, watermark: number): void;
+  idle(to: string, channel: number, idle: boolean): void;
 }
 
 export interface NodeMetrics {
@@ -64,48 +84,23 @@ export interface JobEndpoint {
 
 const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
 
-interface PartitionState {
-  /** Largest event time seen on the partition. */
-  max: number;
-  idle: boolean;
-}
-
-/** A source node: event-time extraction and the bounded-out-of-orderness watermark per partition. */
+/** A source node: event-time extraction, and the watermark of its partitions. */
 class SourceRuntime {
-  readonly partitions = new Map<number, PartitionState>();
-  /** The watermark last forwarded downstream. */
-  emitted = MIN_WATERMARK;
-  ended = false;
+  readonly watermarks: PartitionWatermarks;
+  /** Whether downstream was told this source is idle. */
   idle = false;
   recordsIn = 0;
   recordsOut = 0;
   deadLetters = 0;
   readonly timestampField: string;
-  readonly maxOutOfOrdernessMs: number;
+  readonly idleTimeoutMs: number | undefined;
 
   constructor(readonly node: GraphNode) {
-    const p = node.params as { timestampField?: unknown; maxOutOfOrdernessMs?: unknown };
+    const p = node.params as { timestampField?: unknown; maxOutOfOrdernessMs?: unknown; idleTimeoutMs?: unknown };
     if (typeof p.timestampField !== "string") throw new PipelineInvalidError([{ severity: "error", nodeId: node.id, param: "timestampField", message: "a source needs a timestampField" }]);
     this.timestampField = p.timestampField;
-    this.maxOutOfOrdernessMs = typeof p.maxOutOfOrdernessMs === "number" ? p.maxOutOfOrdernessMs : 10_000;
-  }
-
-  /** min over non-idle partitions of (max − maxOutOfOrderness − 1); undefined when every partition is idle. */
-  currentWatermark(): number | undefined {
-    if (this.ended) return MAX_WATERMARK;
-    let min: number | undefined;
-    for (const p of this.partitions.values()) {
-      if (p.idle) continue;
-      const w = p.max - this.maxOutOfOrdernessMs - 1;
-      if (min === undefined || w < min) min = w;
-    }
-    return min;
-  }
-
-  allIdle(): boolean {
-    if (this.partitions.size === 0) return false;
-    for (const p of this.partitions.values()) if (!p.idle) return false;
-    return true;
+    this.watermarks = new PartitionWatermarks(typeof p.maxOutOfOrdernessMs === "number" ? p.maxOutOfOrdernessMs : DEFAULT_MAX_OUT_OF_ORDERNESS_MS);
+    this.idleTimeoutMs = typeof p.idleTimeoutMs === "number" ? p.idleTimeoutMs : undefined;
   }
 }
 
@@ -124,6 +119,7 @@ export class LocalJob {
   private emissions: JobEmission[] = [];
   private processingTime: number;
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
+  private readonly remote: LocalJobOptions["remote"];
 
   private constructor(
     readonly document: PipelineDocument,
@@ -131,6 +127,7 @@ export class LocalJob {
     restored?: JobSnapshot,
   ) {
     this.graph = compileGraph(document, getOperatorSpec);
+    this.remote = opts.remote;
     this.processingTime = opts.processingTime ?? MIN_WATERMARK;
     if (restored) this.processingTime = Math.max(this.processingTime, restored.processingTime);
     const maxParallelism = document.settings.maxParallelism;
@@ -146,6 +143,7 @@ export class LocalJob {
         }
       }
       this.downstream.set(id, down);
+      if (this.remote?.nodes.has(id)) continue;
       if (node.role === "source") this.sourceRuntimes.set(id, new SourceRuntime(node));
       else if (node.role === "sink") this.sinkCounts.set(id, 0);
       else {
@@ -162,6 +160,7 @@ export class LocalJob {
           onWatermark: (wm) => this.forwardWatermark(id, wm),
           ...(opts.keyGroupRange ? { keyGroupRange: opts.keyGroupRange } : {}),
           ...(hostSnapshot ? { restoreFrom: hostSnapshot } : {}),
+          ...(opts.operatorServices ? { services: opts.operatorServices } : {}),
         });
         this.hosts.set(id, host);
       }
@@ -237,49 +236,47 @@ export class LocalJob {
       this.sourceDeadLetter(src, origin, `has no event time: timestamp field "${src.timestampField}" ${ts}`, raw, value);
       return;
     }
-    if (src.ended) {
+    if (src.watermarks.isEnded) {
       this.sourceDeadLetter(src, origin, "arrived after the end of its input", raw, value);
       return;
     }
-    let p = src.partitions.get(origin.partition);
-    if (p === undefined) {
-      p = { max: MIN_WATERMARK, idle: false };
-      src.partitions.set(origin.partition, p);
-    } else if (p.idle) p.idle = false;
     if (src.idle) this.setSourceIdle(src, false);
     // The record goes out before it moves the watermark: it is late iff ts <= the watermark at its arrival.
     src.recordsOut++;
     this.route(src.node, "out", value, ts, undefined);
-    if (ts > p.max) {
-      p.max = ts;
-      this.updateSourceWatermark(src);
-    }
+    const wm = src.watermarks.onRecord(origin.partition, ts, this.processingTime);
+    if (wm !== undefined) this.forwardWatermark(src.node.id, wm);
   }
 
   /** The runner saw no record on this partition for idleTimeoutMs: it stops holding the watermark back. */
   markPartitionIdle(sourceNodeId: string, partition: number): void {
     const src = this.source(sourceNodeId);
-    const p = src.partitions.get(partition);
-    if (p === undefined) src.partitions.set(partition, { max: MIN_WATERMARK, idle: true });
-    else p.idle = true;
-    if (src.allIdle()) this.setSourceIdle(src, true);
-    else this.updateSourceWatermark(src);
+    const wm = src.watermarks.markIdle(partition, this.processingTime);
+    if (wm !== undefined) this.forwardWatermark(src.node.id, wm);
+    if (src.watermarks.idle && !src.idle) this.setSourceIdle(src, true);
   }
 
   /** The source's input is exhausted: its watermark becomes +infinity, firing every window and timer downstream. */
   endOfInput(sourceNodeId: string): void {
     const src = this.source(sourceNodeId);
-    if (src.ended) return;
-    src.ended = true;
+    if (src.watermarks.isEnded) return;
+    src.watermarks.end();
     src.idle = false;
-    src.emitted = MAX_WATERMARK;
     this.forwardWatermark(src.node.id, MAX_WATERMARK);
   }
 
-  /** Advances the injected processing-time clock of every operator (firing their processing-time timers). */
+  /**
+   * Advances the injected processing-time clock: fires the operators' processing-time timers, and
+   * marks idle the partitions of sources with `idleTimeoutMs` that had no record for that long
+   * (the runner may also call markPartitionIdle itself).
+   */
   advanceProcessingTime(now: number): void {
     if (now <= this.processingTime) return;
     this.processingTime = now;
+    for (const src of this.sourceRuntimes.values()) {
+      if (src.idleTimeoutMs === undefined || src.watermarks.isEnded) continue;
+      for (const partition of src.watermarks.silentPartitions(now, src.idleTimeoutMs)) this.markPartitionIdle(src.node.id, partition);
+    }
     for (const id of this.graph.order) this.hosts.get(id)?.setProcessingTime(now);
   }
 
@@ -288,6 +285,38 @@ export class LocalJob {
     const out = this.emissions;
     this.emissions = [];
     return out;
+  }
+
+  // ---- input from another task (parallel jobs) ---------------------------------------------------
+
+  /** A record another task routed to `to` (a node this job runs) on input `port` through watermark channel `channel`. */
+  pushExchange(to: string, port: string, channel: number, value: JsonObject, timestamp: number, key: Key | undefined): void {
+    this.localHost(to).processElement(key === undefined ? { value, timestamp } : { value, timestamp, key }, port, channel);
+  }
+
+  /** A watermark another task sent to `to` through channel `channel`. */
+  pushWatermark(to: string, channel: number, watermark: number): void {
+    const host = this.localHost(to);
+    const wasIdle = this.idleNodes.has(to);
+    host.processWatermark(watermark, channel);
+    if (wasIdle) this.updateIdle(to);
+  }
+
+  /** Another task's node upstream of `to` became idle (or active again). */
+  markInputIdle(to: string, channel: number, idle: boolean): void {
+    this.localHost(to).markChannelIdle(channel, idle);
+    this.updateIdle(to);
+  }
+
+  /** The nodes this job runs (every node unless LocalJobOptions.remote names some). */
+  localNodes(): string[] {
+    return this.graph.order.filter((id) => !this.remote?.nodes.has(id));
+  }
+
+  private localHost(id: string): OperatorHost {
+    const h = this.hosts.get(id);
+    if (!h) throw new Error(`node "${id}" is not an operator this task runs`);
+    return h;
   }
 
   // ---- routing ---------------------------------------------------------------------------------
@@ -300,6 +329,10 @@ export class LocalJob {
     }
     for (const r of routes) {
       const host = this.hosts.get(r.to);
+      if (host === undefined && this.remote?.nodes.has(r.to)) {
+        this.remote.output.record(r.to, r.port, r.channel, value, timestamp, key);
+        continue;
+      }
       if (host !== undefined) {
         host.processElement(key === undefined ? { value, timestamp } : { value, timestamp, key }, r.port, r.channel);
         continue;
@@ -338,18 +371,13 @@ export class LocalJob {
 
   // ---- watermarks and idleness -------------------------------------------------------------------
 
-  private updateSourceWatermark(src: SourceRuntime): void {
-    const wm = src.currentWatermark();
-    if (wm !== undefined && wm > src.emitted) {
-      src.emitted = wm;
-      this.forwardWatermark(src.node.id, wm);
-    }
-  }
-
   private forwardWatermark(fromId: string, wm: number): void {
     for (const d of this.downstream.get(fromId) ?? []) {
       const host = this.hosts.get(d.to);
-      if (host === undefined) continue; // sinks take no watermarks
+      if (host === undefined) {
+        if (this.remote?.nodes.has(d.to)) this.remote.output.watermark(d.to, d.channel, wm);
+        continue; // sinks take no watermarks
+      }
       const wasIdle = this.idleNodes.has(d.to);
       host.processWatermark(wm, d.channel);
       if (wasIdle) this.updateIdle(d.to);
@@ -358,7 +386,6 @@ export class LocalJob {
 
   private setSourceIdle(src: SourceRuntime, idle: boolean): void {
     src.idle = idle;
-    if (!idle) this.updateSourceWatermark(src);
     this.propagateIdle(src.node.id, idle);
   }
 
@@ -366,7 +393,10 @@ export class LocalJob {
   private propagateIdle(fromId: string, idle: boolean): void {
     for (const d of this.downstream.get(fromId) ?? []) {
       const host = this.hosts.get(d.to);
-      if (host === undefined) continue;
+      if (host === undefined) {
+        if (this.remote?.nodes.has(d.to)) this.remote.output.idle(d.to, d.channel, idle);
+        continue;
+      }
       host.markChannelIdle(d.channel, idle);
       this.updateIdle(d.to);
     }
@@ -396,13 +426,7 @@ export class LocalJob {
     }
     const sources: JobSnapshot["sources"] = {};
     for (const [id, s] of this.sourceRuntimes) {
-      sources[id] = {
-        partitions: [...s.partitions.entries()].sort((a, b) => a[0] - b[0]).map(([p, st]) => [p, st.max, st.idle]),
-        emitted: s.emitted,
-        ended: s.ended,
-        idle: s.idle,
-        counters: [s.recordsIn, s.recordsOut, s.deadLetters],
-      };
+      sources[id] = { watermarks: s.watermarks.snapshot(), idle: s.idle, counters: [s.recordsIn, s.recordsOut, s.deadLetters] };
     }
     const snap: JobSnapshot = {
       format: JOB_SNAPSHOT_FORMAT,
@@ -421,9 +445,7 @@ export class LocalJob {
     for (const [id, s] of Object.entries(snap.sources)) {
       const src = this.sourceRuntimes.get(id);
       if (!src) continue; // the source was removed from the pipeline
-      for (const [p, max, idle] of s.partitions) src.partitions.set(p, { max, idle });
-      src.emitted = s.emitted;
-      src.ended = s.ended;
+      src.watermarks.restore(s.watermarks);
       src.idle = s.idle;
       [src.recordsIn, src.recordsOut, src.deadLetters] = s.counters;
     }
@@ -439,7 +461,7 @@ export class LocalJob {
       const host = this.hosts.get(id);
       const src = this.sourceRuntimes.get(id);
       if (host) out[id] = { ...pick(host.metrics()), deadLetters };
-      else if (src) out[id] = { recordsIn: src.recordsIn, recordsOut: src.recordsOut, late: 0, deadLetters: src.deadLetters, keys: 0, timers: 0, stateBytes: 0, watermark: src.emitted };
+      else if (src) out[id] = { recordsIn: src.recordsIn, recordsOut: src.recordsOut, late: 0, deadLetters: src.deadLetters, keys: 0, timers: 0, stateBytes: 0, watermark: src.watermarks.watermark };
       else out[id] = { recordsIn: this.sinkCounts.get(id) ?? 0, recordsOut: 0, late: 0, deadLetters: 0, keys: 0, timers: 0, stateBytes: 0, watermark: MIN_WATERMARK };
     }
     return out;
@@ -467,7 +489,7 @@ interface JobSnapshot {
   pipeline: string;
   processingTime: number;
   nodes: Record<string, Uint8Array>;
-  sources: Record<string, { partitions: Array<[number, number, boolean]>; emitted: number; ended: boolean; idle: boolean; counters: [number, number, number] }>;
+  sources: Record<string, { watermarks: ReturnType<PartitionWatermarks["snapshot"]>; idle: boolean; counters: [number, number, number] }>;
   idleNodes: string[];
   sinkCounts: Record<string, number>;
   deadLetterCounts: Record<string, number>;

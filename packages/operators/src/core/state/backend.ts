@@ -15,6 +15,11 @@ export type StateKind = "value" | "list" | "map";
 export interface StateTable<V = unknown> {
   readonly name: string;
   readonly kind: StateKind;
+  /**
+   * The table keeps the very objects it is given (the heap backend), so writing back the object
+   * just read is a no-op the handles may skip. A serializing (on-disk) backend leaves it unset.
+   */
+  readonly storesByReference?: boolean;
   get(key: Key): V | undefined;
   put(key: Key, value: V): void;
   delete(key: Key): void;
@@ -54,6 +59,7 @@ export interface KeyedStateBackend {
 
 class HeapStateTable<V> implements StateTable<V> {
   readonly map = new Map<Key, V>();
+  readonly storesByReference = true;
   constructor(
     readonly name: string,
     readonly kind: StateKind,

@@ -98,19 +98,40 @@ export class ExpiryIndex {
 const EMPTY: readonly never[] = Object.freeze([]);
 
 export class PlainValueState<T> implements ValueState<T> {
+  /**
+   * The last (key, value) read or written. On a by-reference table, update() of the object just
+   * read (mutated in place, the window operators' pattern) skips a second hash-table write: on the
+   * per-record path over many keys each table access is a cache miss.
+   */
+  private lastKey: Key | undefined = undefined;
+  private lastValue: T | undefined = undefined;
+  private readonly byReference: boolean;
+
   constructor(
     private readonly table: StateTable<T>,
     private readonly scope: KeyScope,
-  ) {}
+  ) {
+    this.byReference = table.storesByReference === true;
+  }
   value(): T | undefined {
-    return this.table.get(currentKey(this.scope, this.table.name));
+    const k = currentKey(this.scope, this.table.name);
+    const v = this.table.get(k);
+    this.lastKey = k;
+    this.lastValue = v;
+    return v;
   }
   update(value: T): void {
     if (value === undefined) throw new Error(`node "${this.scope.nodeId}": value state "${this.table.name}" cannot hold undefined; call clear() instead`);
-    this.table.put(currentKey(this.scope, this.table.name), value);
+    const k = currentKey(this.scope, this.table.name);
+    if (this.byReference && value === this.lastValue && k === this.lastKey) return;
+    this.table.put(k, value);
+    this.lastKey = k;
+    this.lastValue = value;
   }
   clear(): void {
     this.table.delete(currentKey(this.scope, this.table.name));
+    this.lastKey = undefined;
+    this.lastValue = undefined;
   }
 }
 

@@ -43,6 +43,13 @@ const scripted = defineOperator({
             return got(v.value());
           case "clear":
             return v.clear();
+          case "reinsert": {
+            // read, clear, write the same object back: must be stored again
+            const o = v.value();
+            v.clear();
+            if (o !== undefined) v.update(o);
+            return;
+          }
           case "add":
             return l.add(x ?? null);
           case "list":
@@ -76,6 +83,12 @@ describe("keyed state handles", () => {
     h.processElement(cmd("mget", { mk: "k" }), 0, "a").processElement(cmd("mget", { mk: "k" }), 0, "b");
     expect(gets(h)).toEqual([1, 2, "undefined", ["p"], [], "undefined", true]);
     expect(h.stateStats()).toMatchObject({ keys: 2, stateEntries: 4 });
+  });
+
+  it("store an object written back after a clear (the by-reference write skip is safe)", () => {
+    const h = OperatorTestHarness.forSpec(scripted, {}, { keyed: true });
+    h.processElement(cmd("set", { x: { n: 1 } }), 0, "a").processElement(cmd("reinsert"), 0, "a").processElement(cmd("get"), 0, "a");
+    expect(gets(h)).toEqual([{ n: 1 }]);
   });
 
   it("free a key when its last entry goes (clear, empty map)", () => {

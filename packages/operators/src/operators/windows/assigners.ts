@@ -4,10 +4,19 @@
 // size ÷ slide. Session windows merge per key
 // in session-window.ts (Flink's EventTimeSessionWindows + MergingWindowSet).
 
-/** a mod b, always in [0, b) (timestamps before the epoch included). */
+/**
+ * The largest multiple of `step` <= t (timestamps before the epoch included). Not `t - t % step`:
+ * `%` on doubles (timestamps exceed int32) is a slow fmod call on the per-record path. The
+ * division may round up across an integer, hence the one-step correction; exact below 2^53.
+ */
+export function floorTo(t: number, step: number): number {
+  const s = Math.floor(t / step) * step;
+  return s > t ? s - step : s;
+}
+
+/** a mod b, always in [0, b). */
 export function floorMod(a: number, b: number): number {
-  const r = a % b;
-  return r < 0 ? r + b : r;
+  return a - floorTo(a, b);
 }
 
 export function gcd(a: number, b: number): number {
@@ -28,21 +37,53 @@ export class SliceAssigner {
     readonly slide: number,
   ) {
     this.step = gcd(size, slide);
+    this.aligned = this.step === slide;
   }
 
+  /** Whether the slide divides the size (slices are slide-long): the common case, with shortcuts. */
+  private readonly aligned: boolean;
+
   sliceStart(t: number): number {
-    return t - floorMod(t, this.step);
+    return floorTo(t, this.step);
   }
 
   /** End of the first (earliest) window covering the slice starting at s. */
   firstEnd(s: number): number {
+    if (this.aligned) return s + this.slide;
     const x = s + this.step - this.size; // the earliest start a covering window may have
     return x + floorMod(-x, this.slide) + this.size;
   }
 
   /** End of the last window covering the slice starting at s (smaller than firstEnd when no window covers it). */
   lastEnd(s: number): number {
+    if (this.aligned) return s + this.size;
     return s - floorMod(s, this.slide) + this.size;
+  }
+
+  /**
+   * The smallest end > x of a window holding any of the given slices, or undefined: the key's
+   * next firing. The slice starts are read from `slots`, newest first, from index `from` every
+   * `stride` (the sliced window operator's layout).
+   */
+  nextEnd(slots: readonly unknown[], from: number, stride: number, x: number): number | undefined {
+    const last = slots.length - stride; // the oldest slice
+    if (this.aligned) {
+      // Window ends are the multiples of slide; window e holds the slices in [e − size, e).
+      const e0 = floorTo(x, this.slide) + this.slide; // the first end > x
+      for (let j = last; j >= from; j -= stride) {
+        const s = slots[j] as number;
+        if (s >= e0 - this.size) return s < e0 ? e0 : s + this.slide;
+      }
+      return undefined;
+    }
+    let best: number | undefined;
+    for (let j = last; j >= from; j -= stride) {
+      const s = slots[j] as number;
+      if (best !== undefined && this.firstEnd(s) >= best) break; // newer slices only have later windows
+      const e = this.endAfter(s, x);
+      if (e !== undefined && (best === undefined || e < best)) best = e;
+    }
+    return best;
   }
 
   /** The smallest end > x of a window covering slice s, or undefined. */
