@@ -7,6 +7,8 @@ import type { Logger } from "../log";
 import { DirectoryCheckpointStore, TransientCheckpointStore } from "./checkpoints";
 import { systemClock, type Clock } from "./clock";
 import { JobDriver, type CheckpointStats, type JobStatus } from "./driver";
+import { createCustomFunctionFactory } from "../sandbox/custom-function-factory";
+import type { ExchangeOptions } from "../exec/parallel";
 
 export interface CreateJobOptions {
   doc: PipelineDocument;
@@ -22,6 +24,8 @@ export interface CreateJobOptions {
   demoLimit?: number;
   onCheckpoint?: (stats: CheckpointStats) => void;
   onStatus?: (status: JobStatus) => void;
+  /** Network buffers of parallel jobs (tests; defaults otherwise). */
+  exchange?: ExchangeOptions;
 }
 
 export function createJobDriver(o: CreateJobOptions): JobDriver {
@@ -36,6 +40,18 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     log: o.log,
     ...(o.demoLimit !== undefined ? { demoLimit: o.demoLimit } : {}),
   });
+  // process.custom's sandboxes: started when the job creates such a node, closed when it ends.
+  const sandboxes = createCustomFunctionFactory({
+    ...(o.env.sandboxTimeoutMs !== undefined ? { timeoutMs: o.env.sandboxTimeoutMs } : {}),
+    ...(o.env.sandboxMemoryLimitMb !== undefined ? { memoryLimitMb: o.env.sandboxMemoryLimitMb } : {}),
+    onLog: (nodeId, line) => o.log.debug(`node "${nodeId}": ${line}`),
+  });
+  const onStatus = (status: JobStatus) => {
+    if (status === "finished" || status === "stopped" || status === "failed") {
+      sandboxes.close().catch((err: unknown) => o.log.warn(`closing process.custom's sandboxes: ${err instanceof Error ? err.message : String(err)}`));
+    }
+    o.onStatus?.(status);
+  };
   return new JobDriver({
     jobId: o.jobId,
     doc: o.doc,
@@ -45,6 +61,8 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     log: o.log,
     ...(o.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: o.checkpointIntervalMs } : {}),
     ...(o.onCheckpoint ? { onCheckpoint: o.onCheckpoint } : {}),
-    ...(o.onStatus ? { onStatus: o.onStatus } : {}),
+    onStatus,
+    ...(o.exchange ? { exchange: o.exchange } : {}),
+    operatorServices: { customFunctionFactory: sandboxes.factory },
   });
 }

@@ -10,13 +10,15 @@
 // → sinks commit → mark it committed → sources checkpointCompleted (Kafka commits group offsets).
 // A restore takes the newest committed checkpoint; sinks finish or undo the commit it describes.
 import { createHash } from "node:crypto";
-import { LocalJob, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { ParallelExecution, type ExchangeOptions, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
+import { planParallel, type ParallelPlan } from "../exec/plan";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
-import type { CheckpointStore, StoredCheckpoint } from "./checkpoints";
-import { CHECKPOINT_FORMAT } from "./checkpoints";
+import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
+import { CHECKPOINT_FORMAT, taskFile } from "./checkpoints";
 import type { Clock } from "./clock";
 import type { JsonValue } from "@keyflow/operators";
 
@@ -83,6 +85,10 @@ export interface JobDriverOptions {
   onCheckpoint?: (stats: CheckpointStats) => void;
   /** Told of each change of status. Must not throw. */
   onStatus?: (status: JobStatus) => void;
+  /** Network buffers between the tasks of a parallel job (settings.parallelism > 1). */
+  exchange?: ExchangeOptions;
+  /** Given to the job's operators (process.custom's sandbox, see ../sandbox/custom-function-factory.ts). */
+  operatorServices?: OperatorServices;
 }
 
 /** How many completed checkpoints the driver remembers for GET /jobs/:id/checkpoints. */
@@ -109,6 +115,8 @@ export class JobDriver {
   deadLetterCount = 0;
 
   private job: LocalJob | undefined;
+  /** Set when the job runs as parallel tasks (../exec). */
+  private parallel: ParallelExecution | undefined;
   private lastMetrics: Record<string, JobNodeMetrics> = {};
   private readonly nodeTypes: Map<string, string>;
   private readonly queue = new BatchQueue<Item>();
@@ -147,8 +155,17 @@ export class JobDriver {
 
   /** Live per-node figures (the last ones once the job has ended). */
   metrics(): Record<string, JobNodeMetrics> {
+    if (this.parallel) return (this.lastMetrics = this.parallel.metrics());
     if (this.job && (this.status === "running" || this.status === "finishing" || this.status === "stopping")) this.lastMetrics = this.job.metrics();
     return this.lastMetrics;
+  }
+
+  /**
+   * Per task and subtask of a parallel job: busy / backpressured / idle ms per second, queued
+   * records, per-node figures. Empty for a single-threaded job.
+   */
+  subtaskMetrics(): SubtaskMetrics[] {
+    return this.parallel?.subtaskMetrics() ?? [];
   }
 
   /** Input-side figures of each source that reports them (Kafka consumer lag), by node id. */
@@ -183,14 +200,16 @@ export class JobDriver {
       await checkpoints.acquire();
       acquired = true;
       const restored = await checkpoints.latest();
-      this.job = this.createJob(restored);
+      const plan = this.planParallel();
+      // A parallel job builds its tasks' jobs itself; this one only lists the sources and sinks.
+      const endpoints = plan ? LocalJob.create(doc) : (this.job = this.createJob(restored));
       this.restoredFrom = restored?.meta.id;
       this.nextCheckpointId = await checkpoints.nextId();
-      this.lastMetrics = this.job.metrics();
+      this.lastMetrics = endpoints.metrics();
 
-      for (const node of this.job.sinks) this.sinks.set(node.nodeId, connectors.sink(node));
+      for (const node of endpoints.sinks) this.sinks.set(node.nodeId, connectors.sink(node));
       this.deadLetters = connectors.deadLetters();
-      this.sources = this.job.sources.map((node) => connectors.source(node));
+      this.sources = endpoints.sources.map((node) => connectors.source(node));
 
       await Promise.all([...this.sinks.values()].map((s) => s.open(restored?.meta.sinks[s.nodeId])));
       await this.deadLetters.open(restored?.meta.deadLetters);
@@ -204,20 +223,45 @@ export class JobDriver {
           (restored ? ` from checkpoint ${restored.meta.id}` : "") +
           (checkpoints.location ? ` (checkpoints in ${checkpoints.location})` : ""),
       );
+      if (plan) {
+        this.log.info(`parallelism ${plan.parallelism}: ${[...plan.headNodes].join(", ")} in the source task; ${[...plan.keyedNodes].join(", ")} in ${plan.parallelism} keyed subtasks`);
+        this.parallel = new ParallelExecution({
+          doc,
+          plan,
+          log: this.log,
+          clock,
+          sources: this.sources,
+          restored,
+          write: (emissions) => this.route(emissions),
+          complete: (c) => this.completeParallelCheckpoint(c, plan),
+          nextCheckpointId: () => this.nextCheckpointId++,
+          checkpointIntervalMs: this.opts.checkpointIntervalMs ?? doc.settings.checkpointIntervalMs,
+          tickMs: this.opts.tickMs ?? 100,
+          signal: this.abort.signal,
+          stopRequested: () => this.stopRequested !== undefined,
+          ...(this.opts.exchange ? { exchange: this.opts.exchange } : {}),
+        });
+        const ended = await this.parallel.run();
+        this.lastMetrics = this.parallel.metrics();
+        this.status = ended ? "finished" : "stopped";
+        return this.summary();
+      }
+      const job = this.requireJob();
       const ended = await this.loop();
       if (ended) {
         this.status = "finishing";
-        this.job.advanceProcessingTime(clock.now());
-        await this.route(this.job.drain());
+        job.advanceProcessingTime(clock.now());
+        await this.route(job.drain());
       }
       await this.checkpoint();
-      this.lastMetrics = this.job.metrics();
+      this.lastMetrics = job.metrics();
       this.status = ended ? "finished" : "stopped";
       return this.summary();
     } catch (err) {
       this.failure = errorMessage(err);
       this.status = "failed";
       if (this.job) this.lastMetrics = this.job.metrics();
+      else if (this.parallel) this.lastMetrics = this.parallel.metrics();
       this.abort.abort(err);
       this.queue.close();
       throw err;
@@ -229,11 +273,24 @@ export class JobDriver {
 
   private createJob(restored: StoredCheckpoint | undefined): LocalJob {
     const processingTime = this.opts.clock.now();
-    if (!restored) return LocalJob.create(this.opts.doc, { processingTime });
+    const services = this.opts.operatorServices ? { operatorServices: this.opts.operatorServices } : {};
+    if (!restored) return LocalJob.create(this.opts.doc, { processingTime, ...services });
     if (restored.meta.pipeline.digest !== this.digest) {
       this.log.warn(`the pipeline changed since checkpoint ${restored.meta.id}; restoring state by node id`);
     }
-    return LocalJob.restore(this.opts.doc, restored.state, { processingTime });
+    // A checkpoint of a parallel job: its task snapshots merged into one (every key group).
+    const state = restored.state ?? mergeJobSnapshots((restored.tasks ?? []).map((t) => ({ bytes: t.state, primary: true })));
+    return LocalJob.restore(this.opts.doc, state, { processingTime, ...services });
+  }
+
+  /** The parallel plan when settings.parallelism > 1 and the graph has a keyed part; otherwise undefined (with a log line why). */
+  private planParallel(): ParallelPlan | undefined {
+    const { doc } = this.opts;
+    if (doc.settings.parallelism <= 1) return undefined;
+    const r = planParallel(doc);
+    if (r.ok) return r.plan;
+    this.log.warn(`parallelism ${doc.settings.parallelism}: running in one thread: ${r.reason}`);
+    return undefined;
   }
 
   /** Returns true when every source ended, false when stopped. */
@@ -343,11 +400,37 @@ export class JobDriver {
 
   private async checkpoint(): Promise<void> {
     const job = this.requireJob();
-    const { checkpoints, clock } = this.opts;
-    const started = clock.now();
+    const started = this.opts.clock.now();
     const t0 = performance.now();
     const id = this.nextCheckpointId++;
     const state = job.snapshot();
+    await this.commitCheckpoint(id, started, t0, state, Object.fromEntries(this.positions), {});
+  }
+
+  /** Every task of a parallel job acknowledged checkpoint `c.id` and the sink task aligned it: commit it. */
+  private completeParallelCheckpoint(c: ParallelCheckpoint, plan: ParallelPlan): Promise<void> {
+    const tasks: CheckpointMeta["tasks"] = c.tasks.map((t) => ({
+      task: t.task,
+      subtask: t.subtask,
+      ...(t.state ? { file: taskFile(t) } : {}),
+      bytes: t.state?.byteLength ?? 0,
+      ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}),
+      alignmentMs: t.alignmentMs,
+    }));
+    return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks });
+  }
+
+  /** The two-phase commit of a checkpoint whose state is taken: sinks prepare, `chk-<id>` written, sinks commit, marked committed. */
+  private async commitCheckpoint(
+    id: number,
+    started: number,
+    t0: number,
+    state: Uint8Array | TaskCheckpointState[],
+    sources: Record<string, JsonValue>,
+    extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks">,
+  ): Promise<void> {
+    const { checkpoints, clock } = this.opts;
+    const stateBytes = state instanceof Uint8Array ? state.byteLength : state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0);
     const sinkList = [...this.sinks.values()];
     const prepared = await Promise.all(sinkList.map((s) => s.prepareCommit(id)));
     const deadLetters = await this.requireDeadLetters().prepareCommit(id);
@@ -355,7 +438,6 @@ export class JobDriver {
     sinkList.forEach((s, i) => {
       sinks[s.nodeId] = prepared[i] ?? null;
     });
-    const sources = Object.fromEntries(this.positions);
     await checkpoints.write(
       {
         format: CHECKPOINT_FORMAT,
@@ -364,10 +446,11 @@ export class JobDriver {
         pipeline: { name: this.opts.doc.name, digest: this.digest },
         createdAt: new Date(started).toISOString(),
         processingTime: started,
-        stateBytes: state.byteLength,
+        stateBytes,
         sources,
         sinks,
         deadLetters,
+        ...extra,
       },
       state,
     );
@@ -381,13 +464,13 @@ export class JobDriver {
       triggeredAt: started,
       completedAt: clock.now(),
       durationMs: Math.round((performance.now() - t0) * 10) / 10,
-      stateBytes: state.byteLength,
+      stateBytes,
       path: checkpoints.pathOf(id),
     };
     this.lastCheckpoint = stats;
     this.checkpointHistory.push(stats);
     if (this.checkpointHistory.length > HISTORY) this.checkpointHistory.shift();
-    this.log.debug(`checkpoint ${id} done in ${stats.durationMs} ms (${state.byteLength} state bytes)`);
+    this.log.debug(`checkpoint ${id} done in ${stats.durationMs} ms (${stateBytes} state bytes)`);
     this.opts.onCheckpoint?.(stats);
   }
 
