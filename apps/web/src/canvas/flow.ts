@@ -10,7 +10,7 @@
 //   drawn, flagged `declared: false`, so the canvas shows the document as it is and the validator's
 //   issue points at something visible.
 import type { Edge, Node, XYPosition } from "@xyflow/react";
-import { parseEdgeEnd, type PipelineDocumentInput } from "@keyflow/operators";
+import { parseEdgeEnd, type PipelineDocumentInput, type PortKinds, type StreamKind } from "@keyflow/operators";
 import type { OperatorView } from "../catalog/operator-view";
 import type { NodeIssues } from "./issues";
 
@@ -28,6 +28,14 @@ export interface PortHandle {
   side: boolean;
   /** False when only an edge names this port: the spec does not know it. */
   declared: boolean;
+  /**
+   * Outputs: the kind of stream leaving the port, resolved through the graph for `same` ports
+   * (a filter after a keyBy sends a keyed stream); absent while it depends on an unconnected input.
+   */
+  kind?: StreamKind;
+  /** Inputs: the kinds of stream the port takes. */
+  accepts?: readonly StreamKind[];
+  description?: string;
 }
 
 export interface ParamSummary {
@@ -41,6 +49,8 @@ export type OperatorNodeData = {
   /** The spec's title, or the type when the catalog does not know it. */
   title: string;
   label?: string;
+  /** The analyst's notes on the node (shown as a marker; edited in the inspector). */
+  notes?: string;
   category: OperatorShape["category"] | "unknown";
   known: boolean;
   stateful: boolean;
@@ -111,15 +121,40 @@ function portsUsedByEdges(doc: PipelineDocumentInput): Map<string, PortUse> {
   return used;
 }
 
-function handlesFor(declared: readonly { id: string; label: string; side?: boolean }[], used: ReadonlySet<string>): PortHandle[] {
-  const handles: PortHandle[] = declared.map((port) => ({ id: port.id, label: port.label, side: port.side ?? false, declared: true }));
+type DeclaredPort = OperatorShape["inputs"][number] | OperatorShape["outputs"][number];
+
+function portFacts(port: DeclaredPort, resolved: Readonly<Record<string, StreamKind>> | undefined): Pick<PortHandle, "kind" | "accepts" | "description"> {
+  const facts: Pick<PortHandle, "kind" | "accepts" | "description"> = {};
+  if ("accepts" in port) facts.accepts = port.accepts;
+  if ("kind" in port) {
+    const kind = port.kind === "same" ? resolved?.[port.id] : port.kind;
+    if (kind) facts.kind = kind;
+  }
+  if (port.description !== undefined) facts.description = port.description;
+  return facts;
+}
+
+function handlesFor(declared: readonly DeclaredPort[], used: ReadonlySet<string>, kinds?: Readonly<Record<string, StreamKind>>): PortHandle[] {
+  const handles: PortHandle[] = declared.map((port) => ({
+    id: port.id,
+    label: port.label,
+    side: ("side" in port && port.side) || false,
+    declared: true,
+    ...portFacts(port, kinds),
+  }));
   for (const id of used) {
     if (!handles.some((h) => h.id === id)) handles.push({ id, label: id, side: false, declared: false });
   }
   return handles;
 }
 
-export function toNodeData(node: PipelineDocumentInput["nodes"][number], spec: OperatorShape | undefined, used: PortUse | undefined, issues?: NodeIssues): OperatorNodeData {
+export function toNodeData(
+  node: PipelineDocumentInput["nodes"][number],
+  spec: OperatorShape | undefined,
+  used: PortUse | undefined,
+  issues?: NodeIssues,
+  kinds?: Readonly<Record<string, StreamKind>>,
+): OperatorNodeData {
   const usedInputs = used?.inputs ?? new Set<string>();
   const usedOutputs = used?.outputs ?? new Set<string>();
   return {
@@ -127,12 +162,13 @@ export function toNodeData(node: PipelineDocumentInput["nodes"][number], spec: O
     type: node.type,
     title: spec?.title ?? node.type,
     ...(node.label ? { label: node.label } : {}),
+    ...(node.notes ? { notes: node.notes } : {}),
     category: spec?.category ?? "unknown",
     known: spec !== undefined,
     stateful: spec?.stateful ?? false,
     params: summarizeParams(node.params ?? {}),
     inputs: handlesFor(spec?.inputs ?? [], usedInputs),
-    outputs: handlesFor(spec?.outputs ?? [], usedOutputs),
+    outputs: handlesFor(spec?.outputs ?? [], usedOutputs, kinds),
     ...(issues ? { issues } : {}),
   };
 }
@@ -147,6 +183,8 @@ export interface FlowOptions {
   positions?: ReadonlyMap<string, XYPosition>;
   /** The validator's issues per node (see issuesByNode), pinned on the nodes. */
   issues?: ReadonlyMap<string, NodeIssues>;
+  /** Resolved stream kinds per node and output port (resolvePortKinds), for `same` outputs. */
+  portKinds?: PortKinds;
 }
 
 /**
@@ -159,7 +197,7 @@ export function documentToFlow(doc: PipelineDocumentInput, lookup: CatalogLookup
     id: node.id,
     type: "operator",
     position: opts.positions?.get(node.id) ?? node.position ?? { x: 0, y: 0 },
-    data: toNodeData(node, lookup(node.type), used.get(node.id), opts.issues?.get(node.id)),
+    data: toNodeData(node, lookup(node.type), used.get(node.id), opts.issues?.get(node.id), opts.portKinds?.[node.id]),
   }));
   const sideOutputs = new Map(nodes.map((n) => [n.id, new Set(n.data.outputs.filter((p) => p.side).map((p) => p.id))]));
   const edges: PipelineFlowEdge[] = (doc.edges ?? []).map((edge) => {

@@ -2,12 +2,14 @@
 import { catalogRouter } from "./routers/catalog";
 import { deploymentRouter } from "./routers/deployment";
 import { pipelineRouter } from "./routers/pipeline";
+import { templatesRouter } from "./routers/templates";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
   pipeline: pipelineRouter,
   deployment: deploymentRouter,
   catalog: catalogRouter,
+  templates: templatesRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,10 +1,14 @@
 "use client";
 // One operator on the canvas: category, title, node id, the few params worth reading, and a handle
 // per port. The handle id is the port id, so an edge `vel:late -> lateSink` attaches to the
-// handle `late` of node `vel`. Side outputs (`late`, `errors`, …) are marked apart from the flow.
+// handle `late` of node `vel`. Handles are coloured by the kind of stream they carry or take
+// (unkeyed, keyed, reference); side outputs (`late`, `errors`, …) are square and set apart.
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import { memo } from "react";
+import type { StreamKind } from "@keyflow/operators";
 import type { OperatorFlowNode, PortHandle } from "../../canvas/flow";
+import { NodeOverlayBadges } from "../dryrun/NodeOverlayBadges";
+import { useHandleStatus, type HandleStatus } from "./connect-check";
 
 const CATEGORY_LABEL: Record<OperatorFlowNode["data"]["category"], string> = {
   source: "Source",
@@ -18,20 +22,45 @@ const CATEGORY_LABEL: Record<OperatorFlowNode["data"]["category"], string> = {
   unknown: "Unknown operator",
 };
 
-function portClass(port: PortHandle, direction: "in" | "out"): string {
-  return ["kf-port", `kf-port--${direction}`, port.side ? "kf-port--side" : "", port.declared ? "" : "kf-port--undeclared"].filter(Boolean).join(" ");
+const KIND_TEXT: Record<StreamKind, string> = { stream: "unkeyed stream", keyed: "keyed stream", reference: "reference (broadcast) stream" };
+
+/** The colour class of a port: what it carries (outputs) or the narrowest thing it takes (inputs). */
+export function portTone(port: PortHandle, direction: "in" | "out"): string {
+  if (!port.declared) return "undeclared";
+  if (direction === "out") {
+    if (port.id === "errors") return "errors";
+    if (port.side) return "side";
+    return port.kind ?? "unknown";
+  }
+  const accepts = port.accepts ?? [];
+  if (accepts.includes("reference")) return "reference";
+  if (accepts.length === 1 && accepts[0] === "keyed") return "keyed";
+  return "stream";
 }
 
-function Port({ port, direction }: { port: PortHandle; direction: "in" | "out" }) {
-  const title = `${port.id}${port.declared ? "" : " (not a port of this operator)"}`;
+function portTitle(port: PortHandle, direction: "in" | "out"): string {
+  if (!port.declared) return `${port.id}: not a port of this operator`;
+  const what =
+    direction === "out"
+      ? `sends ${port.kind ? `a ${KIND_TEXT[port.kind]}` : "the kind of stream it receives"}`
+      : `takes ${(port.accepts ?? []).map((k) => `a ${KIND_TEXT[k]}`).join(" or ") || "nothing"}`;
+  return `${port.id} (${port.label}): ${what}${port.description ? `\n${port.description}` : ""}`;
+}
+
+function Port({ nodeId, port, direction, connectable, status }: { nodeId: string; port: PortHandle; direction: "in" | "out"; connectable: boolean; status: HandleStatus }) {
+  const tone = portTone(port, direction);
+  const cls = ["kf-port", `kf-port--${direction}`, port.side ? "kf-port--side" : "", port.declared ? "" : "kf-port--undeclared"].filter(Boolean).join(" ");
   return (
-    <div className={portClass(port, direction)} title={title}>
+    <div className={cls} title={portTitle(port, direction)}>
       <Handle
         type={direction === "in" ? "target" : "source"}
         position={direction === "in" ? Position.Left : Position.Right}
         id={port.id}
-        isConnectable={false}
-        className="kf-handle"
+        isConnectable={connectable}
+        className={`kf-handle kf-handle--${tone}${status ? ` kf-handle--${status}` : ""}`}
+        data-testid={`handle-${nodeId}-${port.id}`}
+        data-kind={tone}
+        aria-label={`${nodeId} ${direction === "in" ? "input" : "output"} ${port.id}`}
       />
       <span className="kf-port__label">{port.side ? port.id : port.label}</span>
     </div>
@@ -41,7 +70,7 @@ function Port({ port, direction }: { port: PortHandle; direction: "in" | "out" }
 function IssueBadge({ issues }: { issues: NonNullable<OperatorFlowNode["data"]["issues"]> }) {
   const severity = issues.errors > 0 ? "error" : "warning";
   return (
-    <span className={`kf-node__issues kf-node__issues--${severity}`} title={issues.messages.join("\n")} data-testid="node-issues">
+    <span className={`kf-node__issues kf-node__issues--${severity}`} title={issues.messages.join("\n")} data-testid="node-issues" data-severity={severity}>
       {severity === "error" ? `${issues.errors} error${issues.errors === 1 ? "" : "s"}` : `${issues.warnings} warning${issues.warnings === 1 ? "" : "s"}`}
     </span>
   );
@@ -52,7 +81,8 @@ function nodeClass(data: OperatorFlowNode["data"], selected: boolean): string {
   return `kf-node kf-cat-${data.category}${selected ? " kf-node--selected" : ""}${issue}`;
 }
 
-function OperatorNodeView({ data, selected }: NodeProps<OperatorFlowNode>) {
+function OperatorNodeView({ data, selected, isConnectable }: NodeProps<OperatorFlowNode>) {
+  const status = useHandleStatus(data.nodeId);
   const rows = Math.max(data.inputs.length, data.outputs.length);
   return (
     <div className={nodeClass(data, selected)} data-testid={`node-${data.nodeId}`} data-type={data.type}>
@@ -61,6 +91,11 @@ function OperatorNodeView({ data, selected }: NodeProps<OperatorFlowNode>) {
           <span className="kf-node__category">{CATEGORY_LABEL[data.category]}</span>
           <span className="kf-node__badges">
             {data.issues ? <IssueBadge issues={data.issues} /> : null}
+            {data.notes ? (
+              <span className="kf-node__badge kf-node__badge--note" title={data.notes} data-testid="node-notes">
+                notes
+              </span>
+            ) : null}
             {data.stateful ? (
               <span className="kf-node__badge" title="Keeps keyed state or timers (checkpointed)">
                 stateful
@@ -68,11 +103,12 @@ function OperatorNodeView({ data, selected }: NodeProps<OperatorFlowNode>) {
             ) : null}
           </span>
         </div>
-        <div className="kf-node__title" title={data.type}>
+        <div className="kf-node__title" title={data.label ? `${data.label} (${data.title}, ${data.type})` : data.type}>
           {data.label ?? data.title}
         </div>
-        <div className="kf-node__id">{data.nodeId}</div>
+        <div className="kf-node__id">{data.label ? `${data.nodeId} · ${data.title}` : data.nodeId}</div>
       </header>
+      <NodeOverlayBadges nodeId={data.nodeId} />
       {data.params.length > 0 ? (
         <dl className="kf-node__params">
           {data.params.map((p) => (
@@ -90,8 +126,8 @@ function OperatorNodeView({ data, selected }: NodeProps<OperatorFlowNode>) {
             const output = data.outputs[i];
             return (
               <div key={i} className="kf-port-row">
-                {input ? <Port port={input} direction="in" /> : <span />}
-                {output ? <Port port={output} direction="out" /> : <span />}
+                {input ? <Port nodeId={data.nodeId} port={input} direction="in" connectable={isConnectable} status={status(input.id, "in")} /> : <span />}
+                {output ? <Port nodeId={data.nodeId} port={output} direction="out" connectable={isConnectable} status={status(output.id, "out")} /> : <span />}
               </div>
             );
           })}

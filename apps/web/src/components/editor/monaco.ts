@@ -10,6 +10,9 @@ globalThis.MonacoEnvironment ??= {
     switch (label) {
       case "json":
         return new Worker(new URL("./workers/json.worker.ts", import.meta.url), { type: "module", name: label });
+      case "typescript":
+      case "javascript":
+        return new Worker(new URL("./workers/ts.worker.ts", import.meta.url), { type: "module", name: label });
       default:
         return new Worker(new URL("./workers/editor.worker.ts", import.meta.url), { type: "module", name: label });
     }
@@ -23,7 +26,23 @@ export const KEYFLOW_THEME = "keyflow-dark";
 monaco.editor.defineTheme(KEYFLOW_THEME, {
   base: "vs-dark",
   inherit: true,
-  rules: [],
+  // Token colours of the CEL expression language (components/expression/cel-language.ts).
+  rules: [
+    { token: "variable.cel", foreground: "7dd3fc" },
+    { token: "variable.member.cel", foreground: "a5b4fc" },
+    { token: "keyword.cel", foreground: "c084fc" },
+    { token: "predefined.cel", foreground: "fbbf24" },
+    { token: "identifier.function.cel", foreground: "fde68a" },
+    { token: "operator.cel", foreground: "f472b6" },
+    { token: "string.cel", foreground: "86efac" },
+    { token: "string.quote.cel", foreground: "86efac" },
+    { token: "string.escape.cel", foreground: "5eead4" },
+    { token: "number.cel", foreground: "fdba74" },
+    { token: "number.float.cel", foreground: "fdba74" },
+    { token: "number.hex.cel", foreground: "fdba74" },
+    { token: "comment.cel", foreground: "64748b", fontStyle: "italic" },
+    { token: "invalid.cel", foreground: "f87171", fontStyle: "underline" },
+  ],
   colors: {
     "editor.background": "#111723",
     "editorGutter.background": "#111723",
