@@ -8,9 +8,12 @@ import type { RunnerEnv } from "../env";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import { checkPipeline } from "../pipeline/load";
+import { DryRunRequestError, dryRunRequestSchema, runDryRun } from "./dry-run";
 import { DeployConflictError, type JobManager, type JobView, type ManagedJob } from "./jobs";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
+/** A dry run carries its sample in the body. */
+const MAX_DRY_RUN_BODY_BYTES = 32 * 1024 * 1024;
 
 export const deployRequestSchema = z.object({
   deploymentId: z
@@ -35,13 +38,13 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text + "\n");
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+async function readJson(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
     size += buf.length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, `request body larger than ${MAX_BODY_BYTES} bytes`);
+    if (size > maxBytes) throw new HttpError(413, `request body larger than ${maxBytes} bytes`);
     chunks.push(buf);
   }
   const text = Buffer.concat(chunks).toString("utf8");
@@ -166,6 +169,24 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           throw err;
         }
         send(res, 201, { ...job.view(), warnings: checked.warnings });
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/dry-run$/,
+      handle: async (req, res) => {
+        const body = dryRunRequestSchema.safeParse(await readJson(req, MAX_DRY_RUN_BODY_BYTES));
+        if (!body.success) {
+          throw new HttpError(400, "invalid dry-run request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+        }
+        const checked = checkPipeline(body.data.pipeline, "dry run", env.dataDir);
+        if (!checked.ok) throw new HttpError(400, "the pipeline is invalid", { issues: checked.problems });
+        try {
+          send(res, 200, await runDryRun(checked.doc, body.data, { env, log: log.child("dry-run") }));
+        } catch (err) {
+          if (err instanceof DryRunRequestError) throw new HttpError(err.status, err.message);
+          throw err;
+        }
       },
     },
     {

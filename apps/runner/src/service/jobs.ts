@@ -7,6 +7,7 @@ import type { PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import { createJobDriver } from "../job/create";
 import type { CheckpointStats, JobDriver, JobNodeMetrics } from "../job/driver";
+import type { SubtaskMetrics } from "../exec/parallel";
 import type { Clock } from "../job/clock";
 import { systemClock } from "../job/clock";
 import type { SourceInputMetrics } from "../io/types";
@@ -176,6 +177,11 @@ export class ManagedJob {
 
   sourceMetrics(): Record<string, SourceInputMetrics> {
     return this.driver?.sourceMetrics() ?? {};
+  }
+
+  /** Per task and subtask of a parallel job (busy / backpressured / idle ms per second, queues); empty otherwise. */
+  subtaskMetrics(): SubtaskMetrics[] {
+    return this.driver?.subtaskMetrics() ?? [];
   }
 
   /** The newest completed checkpoints of the current run, oldest first. */
