@@ -610,6 +610,13 @@ export function validatePipeline(doc: unknown, opts?: ValidateOptions): Validati
   // Edges that name existing nodes, valid or not: a node with only broken edges is not "unconnected".
   const touched = new Set<string>();
   for (const e of document.edges) for (const end of [e.from, e.to]) touched.add(parseEdgeEnd(end).nodeId);
+  // Inputs that some edge feeds, valid or not: a broken edge is reported once, at the edge, not
+  // again as "input not connected" at the node it was meant to feed.
+  const namedInputs = new Set<string>();
+  for (const e of document.edges) {
+    const to = parseEdgeEnd(e.to);
+    namedInputs.add(`${to.nodeId}:${to.port ?? MAIN_IN}`);
+  }
 
   // -- cycles
   const cycles = findCycles(nodeIds, edges);
@@ -627,7 +634,7 @@ export function validatePipeline(doc: unknown, opts?: ValidateOptions): Validati
     const isolated = spec.category !== "source" && !touched.has(id);
     for (const port of spec.inputs) {
       const feeding = into.filter((e) => e.to.port === port.id);
-      if (feeding.length === 0 && port.required && !isolated) {
+      if (feeding.length === 0 && port.required && !isolated && !namedInputs.has(`${id}:${port.id}`)) {
         const what = port.id === MAIN_IN ? "its input" : `its input "${port.id}"`;
         issues.push({ severity: "error", code: "missing-input", nodeId: id, message: `node "${id}": ${what} is not connected — connect ${port.id === MAIN_IN ? "a stream" : `${port.label} (edge to "${id}:${port.id}")`} to it` });
       }
