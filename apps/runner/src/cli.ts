@@ -112,7 +112,6 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     const n = Number(values.parallelism);
     if (!Number.isInteger(n) || n < 1 || n > doc.settings.maxParallelism) throw new UsageError(`--parallelism must be an integer from 1 to ${doc.settings.maxParallelism}`);
     doc.settings.parallelism = n;
-    if (n > 1) log.warn(`--parallelism ${n}: this runner executes the job in one thread for now; key groups are kept so a later rescale works`);
   }
   if (values["state-backend"] !== undefined) {
     const b = values["state-backend"];

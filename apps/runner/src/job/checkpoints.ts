@@ -28,12 +28,47 @@ const metaSchema = z.object({
   sources: z.record(z.string(), jsonValue),
   sinks: z.record(z.string(), jsonValue),
   deadLetters: jsonValue.optional(),
+  /** Parallel jobs: one state file per task (instead of state.bin) and what each task acknowledged. */
+  parallelism: z.number().int().positive().optional(),
+  maxParallelism: z.number().int().positive().optional(),
+  tasks: z
+    .array(
+      z.object({
+        task: z.enum(["source", "keyed", "sink"]),
+        subtask: z.number().int().nonnegative(),
+        /** The task's state file in the checkpoint folder (none for the sink task, whose state is the sinks' commit handles). */
+        file: z.string().optional(),
+        bytes: z.number().int().nonnegative(),
+        /** Inclusive key-group range of a keyed subtask. */
+        keyGroups: z.tuple([z.number().int(), z.number().int()]).optional(),
+        /** First to last barrier on the task's input channels. */
+        alignmentMs: z.number().nonnegative(),
+      }),
+    )
+    .optional(),
 });
 export type CheckpointMeta = z.infer<typeof metaSchema>;
 
+/** One task's part of a checkpoint of a parallel job. */
+export interface TaskCheckpointState {
+  task: "source" | "keyed" | "sink";
+  subtask: number;
+  keyGroups?: [number, number];
+  state?: Uint8Array;
+  alignmentMs: number;
+}
+
 export interface StoredCheckpoint {
   meta: CheckpointMeta;
-  state: Uint8Array;
+  /** The whole job's snapshot (single-threaded jobs); undefined when the checkpoint has task files. */
+  state: Uint8Array | undefined;
+  /** Parallel jobs: each task's snapshot. */
+  tasks?: Array<TaskCheckpointState & { state: Uint8Array }>;
+}
+
+/** The state file of a task in a checkpoint folder. */
+export function taskFile(t: { task: string; subtask: number }): string {
+  return `task-${t.task}-${t.subtask}.bin`;
 }
 
 export interface CheckpointStore {
@@ -45,7 +80,8 @@ export interface CheckpointStore {
   latest(): Promise<StoredCheckpoint | undefined>;
   /** An id greater than every checkpoint in the store, committed or not. */
   nextId(): Promise<number>;
-  write(meta: CheckpointMeta, state: Uint8Array): Promise<void>;
+  /** `state`: the job's snapshot, or one per task (parallel jobs; meta.tasks names their files). */
+  write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void>;
   markCommitted(id: number): Promise<void>;
   /** The folder of checkpoint `id`, or undefined when checkpoints are not kept. */
   pathOf(id: number): string | undefined;
@@ -143,6 +179,15 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     } catch (err) {
       throw new Error(`checkpoint "${metaPath}" is unreadable: ${err instanceof Error ? err.message : String(err)}`);
     }
+    if (meta.tasks) {
+      const tasks: NonNullable<StoredCheckpoint["tasks"]> = [];
+      for (const t of meta.tasks) {
+        if (t.file === undefined) continue;
+        const state = new Uint8Array(await fs.readFile(path.join(newest.dir, t.file)));
+        tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}) });
+      }
+      return { meta, state: undefined, tasks };
+    }
     const state = new Uint8Array(await fs.readFile(path.join(newest.dir, "state.bin")));
     return { meta, state };
   }
@@ -152,12 +197,13 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     return (all[all.length - 1]?.id ?? 0) + 1;
   }
 
-  async write(meta: CheckpointMeta, state: Uint8Array): Promise<void> {
+  async write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void> {
     const final = path.join(this.location, name(meta.id));
     const tmp = path.join(this.location, `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`);
     await fs.mkdir(tmp, { recursive: true });
     try {
-      await writeSynced(path.join(tmp, "state.bin"), state);
+      if (state instanceof Uint8Array) await writeSynced(path.join(tmp, "state.bin"), state);
+      else for (const t of state) if (t.state) await writeSynced(path.join(tmp, taskFile(t)), t.state);
       await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
       await fsyncDir(tmp);
       await fs.rename(tmp, final);

@@ -4,6 +4,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { JobNodeMetrics } from "../job/driver";
 import type { JobManager, ManagedStatus } from "./jobs";
+import { registerSubtaskMetrics } from "../exec/prometheus";
 
 const STATUSES: readonly ManagedStatus[] = ["starting", "running", "restarting", "stopping", "finished", "stopped", "failed"];
 
@@ -133,5 +134,6 @@ export function createMetricsRegistry(jobs: JobManager): Registry {
       }
     },
   });
+  registerSubtaskMetrics(registry, () => jobs.list());
   return registry;
 }

@@ -1,0 +1,700 @@
+// A parallel job (settings.parallelism > 1): the coordinator, the source task and the sink task on
+// the main thread, the keyed subtasks in worker threads (see ./plan for the task DAG).
+//
+// Source task: one loop over the sources' batches, as the single-threaded driver; its LocalJob runs
+// the chained head of the graph, and what it hands to keyed nodes is routed by key group into one
+// output buffer per subtask, sent over credit-based channels (./channel). Sink task: the keyed
+// subtasks' and the source task's sink records and dead letters, written to the sinks.
+//
+// Checkpoints (aligned barriers, Flink's Chandy-Lamport variant): the coordinator lets the source
+// task inject barrier n between two batches (interval, minimum pause, timeout, one at a time); the
+// source task snapshots its LocalJob and source positions there. Each subtask aligns, snapshots,
+// acknowledges with its bytes and alignment time, and forwards the barrier. When the sink task has
+// aligned barrier n on all its channels, everything before the barrier has been written: with every
+// acknowledgement in, the driver's two-phase commit runs as today (sinks prepare, `chk-n/` with one
+// file per task and `_metadata.json` written atomically, sinks commit, `_committed`).
+import { Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort } from "node:worker_threads";
+import {
+  keyGroupOf,
+  computeOperatorIndexForKeyGroup,
+  LocalJob,
+  mergeJobSnapshots,
+  MIN_WATERMARK,
+  type ExchangeOutput,
+  type JobEmission,
+  type JsonObject,
+  type JsonValue,
+  type KeyGroupRange,
+  type KeySelector,
+  type NodeMetrics,
+  type PipelineDocument,
+  type SnapshotPart,
+} from "@keyflow/operators";
+import type { Logger } from "../log";
+import { errorMessage } from "../log";
+import type { RecordSource, SourceBatch } from "../io/types";
+import { BatchQueue } from "../job/batch-queue";
+import type { StoredCheckpoint, TaskCheckpointState } from "../job/checkpoints";
+import type { Clock } from "../job/clock";
+import { CreditSender, InputGate, TimeAccount, type GateNext, type TaskTimes } from "./channel";
+import { routeKeySelectors, type ParallelPlan } from "./plan";
+import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
+import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
+
+export interface ExchangeOptions {
+  /** Records per network buffer (default 1024). */
+  bufferRecords?: number;
+  /** Buffers, i.e. credits, per channel (default 8): at most bufferRecords × this records in flight on a channel. */
+  buffersPerChannel?: number;
+  /** How buffers cross threads (default "clone": structured clone; "msgpack": MessagePack bytes, transferred). */
+  codec?: CodecName;
+}
+
+/** One task or subtask as metrics show it. */
+export interface SubtaskMetrics extends TaskTimes {
+  task: "source" | "keyed" | "sink";
+  subtask: number;
+  /** The nodes chained in the task. */
+  nodes: string[];
+  keyGroupRange?: KeyGroupRange;
+  /** Per node figures of this subtask. */
+  metrics: Record<string, NodeMetrics>;
+  /** Records on the task's output channels not yet consumed downstream, and the most there were. */
+  queuedRecords: number;
+  maxQueuedRecords: number;
+  /** The bound on queuedRecords per output channel (credits × records per buffer). */
+  queueBoundRecords: number;
+  /** Cumulative ms busy / backpressured / idle since the task started. */
+  totals: { busy: number; backPressured: number; idle: number };
+}
+
+/** What a completed checkpoint hands the driver for its two-phase commit. */
+export interface ParallelCheckpoint {
+  id: number;
+  startedAt: number;
+  t0: number;
+  tasks: TaskCheckpointState[];
+  positions: Record<string, JsonValue>;
+}
+
+export interface ParallelContext {
+  doc: PipelineDocument;
+  plan: ParallelPlan;
+  log: Logger;
+  clock: Clock;
+  sources: RecordSource[];
+  restored: StoredCheckpoint | undefined;
+  /** Writes sink records and dead letters (the driver's routing to its sinks). */
+  write(emissions: JobEmission[]): Promise<void>;
+  /** Runs the driver's two-phase commit for a checkpoint every task acknowledged. */
+  complete(c: ParallelCheckpoint): Promise<void>;
+  nextCheckpointId(): number;
+  checkpointIntervalMs: number;
+  tickMs: number;
+  signal: AbortSignal;
+  stopRequested(): boolean;
+  exchange?: ExchangeOptions;
+}
+
+type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
+
+interface PendingCheckpoint {
+  id: number;
+  startedAt: number;
+  t0: number;
+  head: Uint8Array;
+  positions: Record<string, JsonValue>;
+  acks: Map<number, { state: Uint8Array; alignmentMs: number }>;
+  sinkAligned: boolean;
+  allAcked: () => void;
+  acked: Promise<void>;
+  timer: NodeJS.Timeout | undefined;
+  done: Promise<void>;
+  finish: () => void;
+}
+
+const WORKER_ENTRY = new URL("./worker-entry.mjs", import.meta.url);
+
+export class ParallelExecution {
+  private readonly plan: ParallelPlan;
+  private readonly n: number;
+  private readonly bufferRecords: number;
+  private readonly buffersPerChannel: number;
+  private readonly codecName: CodecName;
+  private readonly wire: ReturnType<typeof codec>;
+  private headJob!: LocalJob;
+  private readonly workers: Worker[] = [];
+  private readonly reports: Array<SubtaskReport | undefined> = [];
+  private readonly workerFinished: Array<Promise<void>> = [];
+  private readonly toWorkers: CreditSender<Payload>[] = [];
+  private readonly sinkPorts: MessagePort[] = [];
+  private readonly outBuffers: OutputBuffer[] = [];
+  private localSender!: CreditSender<Payload>;
+  private readonly localBuffer: OutputBuffer;
+  private readonly sinkGate: InputGate<Payload>;
+  private wakeSink: (() => void) | undefined;
+  private readonly sourceTime = new TimeAccount();
+  private readonly sinkTime = new TimeAccount();
+  private readonly sinkCounts = new Map<string, number>();
+  private pending: PendingCheckpoint | undefined;
+  private failure: ((err: unknown) => void) | undefined;
+  private readonly failed: Promise<never>;
+  private readonly positions = new Map<string, JsonValue>();
+  private finalMetrics: Record<string, NodeMetrics> | undefined;
+  private nextCheckpointAt = 0;
+  private readonly startedAt = performance.now();
+
+  constructor(private readonly ctx: ParallelContext) {
+    this.plan = ctx.plan;
+    this.n = ctx.plan.parallelism;
+    this.bufferRecords = ctx.exchange?.bufferRecords ?? 1024;
+    this.buffersPerChannel = ctx.exchange?.buffersPerChannel ?? 8;
+    this.codecName = ctx.exchange?.codec ?? "clone";
+    this.wire = codec(this.codecName);
+    this.localBuffer = new OutputBuffer(this.bufferRecords);
+    this.sinkGate = new InputGate<Payload>(this.n + 1);
+    this.failed = new Promise<never>((_, reject) => (this.failure = reject));
+    this.failed.catch(() => {});
+  }
+
+  // ---- set-up ---------------------------------------------------------------------------------
+
+  private restoreParts(): { head: SnapshotPart[]; keyed: (range: KeyGroupRange) => SnapshotPart[] } | undefined {
+    const r = this.ctx.restored;
+    if (!r) return undefined;
+    const maxP = r.meta.maxParallelism;
+    if (maxP !== undefined && maxP !== this.plan.maxParallelism) {
+      throw new Error(`checkpoint ${r.meta.id} was taken with maxParallelism ${maxP}, the pipeline now says ${this.plan.maxParallelism}; key groups cannot be remapped (restore with the old maxParallelism)`);
+    }
+    if (!r.tasks) {
+      const state = r.state;
+      if (!state) throw new Error(`checkpoint ${r.meta.id} holds no state`);
+      return { head: [{ bytes: state, primary: true }], keyed: (range) => [{ bytes: state, primary: range.start === 0 }] };
+    }
+    const tasks = r.tasks;
+    return {
+      head: tasks.filter((t) => t.task === "source").map((t) => ({ bytes: t.state, primary: true })),
+      keyed: (range) =>
+        tasks
+          .filter((t) => t.task === "keyed" && t.keyGroups !== undefined && t.keyGroups[0] <= range.end && t.keyGroups[1] >= range.start)
+          .map((t) => ({ bytes: t.state, primary: t.keyGroups![0] >= range.start && t.keyGroups![0] <= range.end })),
+    };
+  }
+
+  private startWorkers(parts: ReturnType<ParallelExecution["restoreParts"]>): void {
+    const { doc, clock } = this.ctx;
+    for (let i = 0; i < this.n; i++) {
+      const toWorker = new MessageChannel();
+      const fromWorker = new MessageChannel();
+      const range = this.plan.ranges[i]!;
+      const init: SubtaskInit = {
+        doc,
+        subtask: i,
+        parallelism: this.n,
+        keyGroupRange: range,
+        headNodes: [...this.plan.headNodes],
+        routes: this.plan.routes.map((r) => ({ to: r.to, port: r.port, channel: r.channel })),
+        sinkNodes: [...this.plan.sinkNodes],
+        restore: parts?.keyed(range),
+        processingTime: clock.now(),
+        bufferRecords: this.bufferRecords,
+        buffersPerChannel: this.buffersPerChannel,
+        codec: this.codecName,
+        input: toWorker.port2,
+        output: fromWorker.port2,
+        metricsIntervalMs: 1000,
+      };
+      const w = new Worker(WORKER_ENTRY, { workerData: init, transferList: [toWorker.port2, fromWorker.port2] });
+      this.workers.push(w);
+      this.reports.push(undefined);
+      const sender = new CreditSender<Payload>((item) => postItem(toWorker.port1, item), this.buffersPerChannel);
+      toWorker.port1.on("message", (m: { c: number }) => sender.grant(m.c));
+      this.toWorkers.push(sender);
+      this.outBuffers.push(new OutputBuffer(this.bufferRecords));
+      fromWorker.port1.on("message", (m: WireMessage) => {
+        this.sinkGate.push(i, toItem(m));
+        this.wakeSinkTask();
+      });
+      this.sinkPorts.push(fromWorker.port1);
+      let finish!: () => void;
+      this.workerFinished.push(new Promise<void>((resolve) => (finish = resolve)));
+      w.on("message", (m: FromSubtask) => this.onWorkerMessage(i, m, finish));
+      w.on("error", (err) => this.failure?.(new Error(`keyed subtask ${i} failed: ${errorMessage(err)}`)));
+      w.on("exit", (code) => {
+        if (code !== 0) this.failure?.(new Error(`keyed subtask ${i} exited with code ${code}`));
+      });
+    }
+    this.localSender = new CreditSender<Payload>((item) => {
+      this.sinkGate.push(this.n, item);
+      this.wakeSinkTask();
+    }, this.buffersPerChannel);
+  }
+
+  private onWorkerMessage(i: number, m: FromSubtask, finish: () => void): void {
+    switch (m.type) {
+      case "ready":
+        this.ctx.log.debug(`keyed subtask ${i} ready after ${Math.round(performance.now() - this.startedAt)} ms`);
+        return;
+      case "metrics":
+        this.reports[i] = m.report;
+        return;
+      case "finished":
+        this.reports[i] = m.report;
+        finish();
+        return;
+      case "error":
+        this.failure?.(new Error(m.message));
+        return;
+      case "ack": {
+        const p = this.pending;
+        if (!p || p.id !== m.id) return; // an aborted checkpoint
+        p.acks.set(i, { state: m.state, alignmentMs: m.alignmentMs });
+        if (p.acks.size === this.n) p.allAcked();
+        return;
+      }
+    }
+  }
+
+  // ---- run ----------------------------------------------------------------------------------
+
+  /** Runs to the end of every source (true) or until stopped (false), then takes a final checkpoint. */
+  async run(): Promise<boolean> {
+    const { doc, clock } = this.ctx;
+    const parts = this.restoreParts();
+    const exchange = this.exchangeOutput();
+    const remote = { nodes: this.plan.keyedNodes, output: exchange };
+    const opts = { processingTime: clock.now(), remote };
+    this.headJob = parts ? LocalJob.restore(doc, mergeJobSnapshots(parts.head), opts) : LocalJob.create(doc, opts);
+    if (this.ctx.restored) for (const [id, pos] of Object.entries(this.ctx.restored.meta.sources)) this.positions.set(id, pos);
+    this.startWorkers(parts);
+    const sinkDone = this.sinkTask();
+    try {
+      const ended = await Promise.race([this.sourceTask(), this.failed]);
+      await Promise.race([Promise.all([sinkDone, ...this.workerFinished]), this.failed]);
+      return ended;
+    } finally {
+      this.closeAll();
+    }
+  }
+
+  private exchangeOutput(): ExchangeOutput {
+    const { plan } = this;
+    const routeIndex = new Map<string, number>();
+    const wmIndex = new Map<string, number>();
+    plan.routes.forEach((r, i) => {
+      routeIndex.set(`${r.to}\u0000${r.port}\u0000${r.channel}`, i);
+      if (!wmIndex.has(`${r.to}\u0000${r.channel}`)) wmIndex.set(`${r.to}\u0000${r.channel}`, i);
+    });
+    const selectors: Array<KeySelector | undefined> = routeKeySelectors(this.ctx.doc, plan);
+    const maxP = plan.maxParallelism;
+    const owner = new Int32Array(maxP);
+    for (let g = 0; g < maxP; g++) owner[g] = computeOperatorIndexForKeyGroup(maxP, this.n, g);
+    const bufs = this.outBuffers;
+    // The last route looked up, since a source's records all take the same one.
+    let lastTo = "";
+    let lastPort = "";
+    let lastChannel = -1;
+    let lastRoute = -1;
+    return {
+      record: (to: string, port: string, channel: number, value: JsonObject, timestamp: number) => {
+        if (to !== lastTo || port !== lastPort || channel !== lastChannel) {
+          const r = routeIndex.get(`${to}\u0000${port}\u0000${channel}`);
+          if (r === undefined) throw new Error(`no exchange route to node "${to}" port "${port}"`);
+          lastTo = to;
+          lastPort = port;
+          lastChannel = channel;
+          lastRoute = r;
+        }
+        const route = lastRoute;
+        const mode = plan.routes[route]!.mode;
+        if (mode === "hash") {
+          let target = 0;
+          try {
+            target = owner[keyGroupOf(selectors[route]!(value), maxP)]!;
+          } catch {
+            // No key: the subtask's keyed node sends it to `errors` (any subtask would).
+          }
+          bufs[target]!.record(REC, route, value, timestamp);
+        } else if (mode === "first") bufs[0]!.record(REC, route, value, timestamp);
+        else for (const b of bufs) b.record(REC, route, value, timestamp);
+      },
+      watermark: (to: string, channel: number, watermark: number) => {
+        const route = wmIndex.get(`${to}\u0000${channel}`);
+        if (route === undefined) throw new Error(`no exchange route to node "${to}" channel ${channel}`);
+        for (const b of bufs) b.watermark(route, watermark);
+      },
+      idle: (to: string, channel: number, idle: boolean) => {
+        const route = wmIndex.get(`${to}\u0000${channel}`);
+        if (route === undefined) throw new Error(`no exchange route to node "${to}" channel ${channel}`);
+        for (const b of bufs) b.control(IDLE, route, idle ? 1 : 0);
+      },
+    };
+  }
+
+  // ---- source task ---------------------------------------------------------------------------
+
+  private async sourceTask(): Promise<boolean> {
+    const { clock, doc } = this.ctx;
+    const queue = new BatchQueue<Item>();
+    const onAbort = () => queue.close();
+    this.ctx.signal.addEventListener("abort", onAbort, { once: true });
+    let active = this.ctx.sources.length;
+    for (const source of this.ctx.sources) {
+      source.run((batch) => queue.put({ kind: "batch", source, batch }), this.ctx.signal).then(
+        () => queue.put({ kind: "end", source }),
+        (error: unknown) => queue.put({ kind: "error", source, error }),
+      );
+    }
+    const interval = this.ctx.checkpointIntervalMs;
+    const tick = this.ctx.tickMs;
+    const activity = new Map<string, { lastRecordAt: Map<number, number>; idle: Set<number> }>();
+    for (const s of this.ctx.sources) if (s.idleTimeoutMs !== undefined) activity.set(s.nodeId, { lastRecordAt: new Map(), idle: new Set() });
+    this.nextCheckpointAt = clock.now() + interval;
+    let lastTick = 0;
+    let ended = true;
+    const job = this.headJob;
+    try {
+      while (active > 0) {
+        if (this.ctx.stopRequested()) {
+          ended = false;
+          break;
+        }
+        if (this.pending === undefined && clock.now() >= this.nextCheckpointAt) await this.injectBarrier(doc.settings.checkpointTimeoutMs);
+        const wait = Math.min(tick, Math.max(0, this.nextCheckpointAt - clock.now()));
+        this.sourceTime.switchTo("idle");
+        const taken = await queue.take(wait);
+        this.sourceTime.switchTo("busy");
+        if (this.ctx.stopRequested()) {
+          taken?.done();
+          ended = false;
+          break;
+        }
+        if (taken) {
+          const { item } = taken;
+          if (item.kind === "error") throw item.error;
+          if (item.kind === "end") {
+            job.endOfInput(item.source.nodeId);
+            active--;
+          } else this.push(item.source, item.batch, activity.get(item.source.nodeId));
+        }
+        const now = clock.now();
+        job.advanceProcessingTime(now);
+        for (const source of this.ctx.sources) {
+          const act = activity.get(source.nodeId);
+          if (!act || source.idleTimeoutMs === undefined) continue;
+          for (const [partition, at] of act.lastRecordAt) {
+            if (!act.idle.has(partition) && now - at >= source.idleTimeoutMs) {
+              act.idle.add(partition);
+              job.markPartitionIdle(source.nodeId, partition);
+            }
+          }
+        }
+        await this.flushSourceTask();
+        taken?.done();
+        if (now - lastTick >= tick) {
+          lastTick = now;
+          for (const w of this.workers) w.postMessage({ type: "time", now } satisfies ToSubtask);
+        }
+      }
+      if (ended) {
+        job.advanceProcessingTime(clock.now());
+        await this.flushSourceTask();
+      }
+      // The final checkpoint: after the one in progress, a barrier behind all output, then the end.
+      await this.pending?.done;
+      await this.injectBarrier(undefined);
+      const final = this.pending as PendingCheckpoint | undefined;
+      for (const s of this.toWorkers) s.event({ kind: "end" });
+      this.localSender.event({ kind: "end" });
+      await final?.done;
+      return ended;
+    } finally {
+      this.sourceTime.switchTo("idle");
+      this.ctx.signal.removeEventListener("abort", onAbort);
+      queue.close();
+    }
+  }
+
+  private push(source: RecordSource, batch: SourceBatch, act: { lastRecordAt: Map<number, number>; idle: Set<number> } | undefined): void {
+    const job = this.headJob;
+    const nodeId = source.nodeId;
+    const now = act ? this.ctx.clock.now() : 0;
+    for (const r of batch.records) {
+      if (r.kind === "raw") job.pushRaw(nodeId, r.raw, r.origin);
+      else job.pushValue(nodeId, r.value, r.origin);
+      if (act) {
+        act.lastRecordAt.set(r.origin.partition, now);
+        act.idle.delete(r.origin.partition);
+      }
+    }
+    for (const p of batch.idlePartitions ?? []) job.markPartitionIdle(nodeId, p);
+    this.positions.set(nodeId, batch.position);
+  }
+
+  /** Sends what the source task produced: to the subtasks by key group, to the sink task directly. */
+  private async flushSourceTask(): Promise<void> {
+    for (const e of this.headJob.drain()) {
+      if (e.kind === "sink") this.localBuffer.record(SINK, this.plan.sinkNodes.indexOf(e.nodeId), e.value, e.timestamp, e.key ?? null);
+      else this.localBuffer.record(DEAD, e);
+    }
+    // Channels fill concurrently (a subtask out of credit does not hold the others back); the task
+    // counts as backpressured while any channel waits for credit.
+    let waiting = 0;
+    const onWait = (w: boolean) => {
+      waiting += w ? 1 : -1;
+      this.sourceTime.switchTo(waiting > 0 ? "backPressured" : "busy");
+    };
+    const wire = this.wire;
+    const sends: Array<Promise<void>> = [];
+    for (let i = 0; i < this.n; i++) {
+      const buffers = this.outBuffers[i]!.take();
+      if (buffers.length === 0) continue;
+      const sender = this.toWorkers[i]!;
+      sends.push(
+        (async () => {
+          for (const b of buffers) await sender.send(wire.encode(b.elements), b.records, onWait);
+        })(),
+      );
+    }
+    const local = this.localBuffer.take();
+    if (local.length > 0) {
+      sends.push(
+        (async () => {
+          for (const b of local) await this.localSender.send(b.elements, b.records, onWait);
+        })(),
+      );
+    }
+    await Promise.all(sends);
+  }
+
+  /** Snapshots the source task and sends barrier `id` down every channel; `timeoutMs` undefined: the final checkpoint (no timeout). */
+  private async injectBarrier(timeoutMs: number | undefined): Promise<void> {
+    const { clock } = this.ctx;
+    await this.flushSourceTask();
+    const id = this.ctx.nextCheckpointId();
+    const t0 = performance.now();
+    const head = this.headJob.snapshot();
+    let allAcked!: () => void;
+    const acked = new Promise<void>((resolve) => (allAcked = resolve));
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const p: PendingCheckpoint = {
+      id,
+      startedAt: clock.now(),
+      t0,
+      head,
+      positions: Object.fromEntries(this.positions),
+      acks: new Map(),
+      sinkAligned: false,
+      allAcked,
+      acked,
+      timer: undefined,
+      done,
+      finish,
+    };
+    this.pending = p;
+    if (timeoutMs !== undefined) {
+      p.timer = setTimeout(() => this.abortCheckpoint(p, `not acknowledged by every task within checkpointTimeoutMs (${timeoutMs} ms)`), timeoutMs);
+      p.timer.unref?.();
+    }
+    for (const s of this.toWorkers) s.event({ kind: "barrier", id });
+    this.localSender.event({ kind: "barrier", id });
+  }
+
+  private abortCheckpoint(p: PendingCheckpoint, why: string): void {
+    if (this.pending !== p || p.sinkAligned) return;
+    this.ctx.log.warn(`checkpoint ${p.id} aborted: ${why}`);
+    this.pending = undefined;
+    for (const w of this.workers) w.postMessage({ type: "abort", id: p.id } satisfies ToSubtask);
+    this.sinkGate.abort(p.id);
+    this.wakeSinkTask();
+    this.nextCheckpointAt = this.ctx.clock.now() + this.ctx.doc.settings.minPauseBetweenCheckpointsMs;
+    p.finish();
+  }
+
+  /** The sink task aligned barrier `id`: everything before it is written; commit once every subtask acknowledged. */
+  private async onSinkAligned(id: number, alignmentMs: number): Promise<void> {
+    const p = this.pending;
+    if (!p || p.id !== id) return;
+    p.sinkAligned = true;
+    if (p.timer) clearTimeout(p.timer);
+    await Promise.race([p.acked, this.failed]);
+    const tasks: TaskCheckpointState[] = [{ task: "source", subtask: 0, state: p.head, alignmentMs: 0 }];
+    for (let i = 0; i < this.n; i++) {
+      const a = p.acks.get(i)!;
+      const r = this.plan.ranges[i]!;
+      tasks.push({ task: "keyed", subtask: i, keyGroups: [r.start, r.end], state: a.state, alignmentMs: Math.round(a.alignmentMs * 10) / 10 });
+    }
+    tasks.push({ task: "sink", subtask: 0, alignmentMs: Math.round(alignmentMs * 10) / 10 });
+    await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions });
+    this.pending = undefined;
+    const { clock, doc } = this.ctx;
+    this.nextCheckpointAt = Math.max(p.startedAt + this.ctx.checkpointIntervalMs, clock.now() + doc.settings.minPauseBetweenCheckpointsMs);
+    p.finish();
+  }
+
+  // ---- sink task -----------------------------------------------------------------------------
+
+  private wakeSinkTask(): void {
+    const w = this.wakeSink;
+    this.wakeSink = undefined;
+    w?.();
+  }
+
+  private async sinkTask(): Promise<void> {
+    const wire = codec(this.codecName);
+    const sinks = this.plan.sinkNodes;
+    /** Records per sink write: consecutive buffers already queued go out in one write. */
+    const maxBatch = Math.max(this.bufferRecords, 4096);
+    let deferred: GateNext<Payload> | undefined;
+    // Writes run one after the other (a sink's output keeps its order) while the next buffers are
+    // decoded: at most `MAX_WRITES` batches wait for the sinks, so memory stays bounded.
+    const MAX_WRITES = 2;
+    let writing: Promise<void> = Promise.resolve();
+    let writes = 0;
+    for (;;) {
+      const next = deferred ?? this.sinkGate.poll();
+      deferred = undefined;
+      if (next === undefined) {
+        this.sinkTime.switchTo("idle");
+        await Promise.race([new Promise<void>((resolve) => (this.wakeSink = resolve)), this.failed]);
+        continue;
+      }
+      this.sinkTime.switchTo("busy");
+      if (next.kind === "end") {
+        await writing;
+        break;
+      }
+      if (next.kind === "aligned") {
+        await writing; // everything before the barrier is with the sinks before they prepare
+        await this.onSinkAligned(next.id, next.alignmentMs);
+        continue;
+      }
+      const emissions: JobEmission[] = [];
+      const credits: number[] = [];
+      let records = 0;
+      for (let item: GateNext<Payload> | undefined = next; item !== undefined; ) {
+        if (item.kind !== "data") {
+          deferred = item;
+          break;
+        }
+        credits.push(item.channel);
+        records += item.records;
+        const els = item.channel < this.n ? wire.decode(item.payload) : (item.payload as unknown[]);
+        for (let i = 0; i < els.length; ) {
+          if (els[i] === SINK) {
+            const nodeId = sinks[els[i + 1] as number]!;
+            const key = els[i + 4] as string | null;
+            this.sinkCounts.set(nodeId, (this.sinkCounts.get(nodeId) ?? 0) + 1);
+            emissions.push(key === null ? { kind: "sink", nodeId, value: els[i + 2] as JsonObject, timestamp: els[i + 3] as number } : { kind: "sink", nodeId, value: els[i + 2] as JsonObject, timestamp: els[i + 3] as number, key });
+            i += 5;
+          } else if (els[i] === DEAD) {
+            emissions.push(els[i + 1] as JobEmission);
+            i += 2;
+          } else throw new Error(`sink task: unknown element kind ${String(els[i])}`);
+        }
+        if (records >= maxBatch) break;
+        item = this.sinkGate.poll();
+      }
+      if (writes >= MAX_WRITES) await writing;
+      writes++;
+      writing = writing.then(() => this.ctx.write(emissions)).finally(() => writes--);
+      writing.catch((err: unknown) => this.failure?.(err));
+      for (const c of credits) {
+        if (c < this.n) this.sinkPorts[c]!.postMessage({ c: 1 });
+        else this.localSender.grant(1);
+      }
+    }
+    this.sinkTime.switchTo("idle");
+  }
+
+  // ---- metrics, shutdown ----------------------------------------------------------------------
+
+  /** Per-node figures over all tasks: counters summed over subtasks, the watermark their minimum. */
+  metrics(): Record<string, NodeMetrics> {
+    if (this.finalMetrics) return this.finalMetrics;
+    const head = this.headJob?.metrics() ?? {};
+    const out: Record<string, NodeMetrics> = {};
+    for (const id of this.plan.headNodes) if (head[id]) out[id] = head[id];
+    const zero = (): NodeMetrics => ({ recordsIn: 0, recordsOut: 0, late: 0, deadLetters: 0, keys: 0, timers: 0, stateBytes: 0, watermark: MIN_WATERMARK });
+    for (const id of this.plan.keyedNodes) {
+      const m = zero();
+      let wm: number | undefined;
+      for (const r of this.reports) {
+        const x = r?.nodes[id];
+        if (!x) continue;
+        m.recordsIn += x.recordsIn;
+        m.recordsOut += x.recordsOut;
+        m.late += x.late;
+        m.deadLetters += x.deadLetters;
+        m.keys += x.keys;
+        m.timers += x.timers;
+        m.stateBytes += x.stateBytes;
+        wm = wm === undefined ? x.watermark : Math.min(wm, x.watermark);
+      }
+      m.watermark = wm ?? MIN_WATERMARK;
+      out[id] = m;
+    }
+    for (const id of this.plan.sinkNodes) {
+      const m = zero();
+      m.recordsIn = (head[id]?.recordsIn ?? 0) + this.reports.reduce((s, r) => s + (r?.nodes[id]?.recordsIn ?? 0), 0);
+      out[id] = m;
+    }
+    return out;
+  }
+
+  subtaskMetrics(): SubtaskMetrics[] {
+    const bound = this.bufferRecords * this.buffersPerChannel;
+    const head = this.headJob?.metrics() ?? {};
+    const pick = (ids: Iterable<string>, from: Record<string, NodeMetrics>) => {
+      const o: Record<string, NodeMetrics> = {};
+      for (const id of ids) if (from[id]) o[id] = from[id];
+      return o;
+    };
+    const senders = [...this.toWorkers, ...(this.localSender ? [this.localSender] : [])];
+    const out: SubtaskMetrics[] = [
+      {
+        task: "source",
+        subtask: 0,
+        nodes: [...this.plan.headNodes],
+        metrics: pick(this.plan.headNodes, head),
+        ...this.sourceTime.perSecond(),
+        totals: this.sourceTime.cumulative(),
+        queuedRecords: senders.reduce((s, x) => s + x.inFlightRecords, 0),
+        maxQueuedRecords: Math.max(0, ...senders.map((x) => x.maxInFlightRecords)),
+        queueBoundRecords: bound,
+      },
+    ];
+    this.reports.forEach((r, i) => {
+      out.push({
+        task: "keyed",
+        subtask: i,
+        nodes: [...this.plan.keyedNodes],
+        keyGroupRange: this.plan.ranges[i]!,
+        metrics: r ? pick(this.plan.keyedNodes, r.nodes) : {},
+        ...(r?.times ?? { busyTimeMsPerSecond: 0, backPressuredTimeMsPerSecond: 0, idleTimeMsPerSecond: 0 }),
+        totals: r?.totals ?? { busy: 0, backPressured: 0, idle: 0 },
+        queuedRecords: r?.queuedRecords ?? 0,
+        maxQueuedRecords: r?.maxQueuedRecords ?? 0,
+        queueBoundRecords: bound,
+      });
+    });
+    const sinkMetrics: Record<string, NodeMetrics> = {};
+    for (const id of this.plan.sinkNodes) sinkMetrics[id] = { recordsIn: this.sinkCounts.get(id) ?? 0, recordsOut: 0, late: 0, deadLetters: 0, keys: 0, timers: 0, stateBytes: 0, watermark: MIN_WATERMARK };
+    out.push({ task: "sink", subtask: 0, nodes: [...this.plan.sinkNodes], metrics: sinkMetrics, ...this.sinkTime.perSecond(), totals: this.sinkTime.cumulative(), queuedRecords: 0, maxQueuedRecords: 0, queueBoundRecords: bound });
+    return out;
+  }
+
+  private closeAll(): void {
+    this.finalMetrics = this.metrics();
+    for (const s of [...this.toWorkers, this.localSender]) s?.close();
+    if (this.pending?.timer) clearTimeout(this.pending.timer);
+    for (const p of this.sinkPorts) p.close();
+    for (const w of this.workers) {
+      w.removeAllListeners("exit");
+      void w.terminate();
+    }
+    this.wakeSinkTask();
+  }
+}

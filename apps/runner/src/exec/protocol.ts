@@ -1,0 +1,50 @@
+// Control messages between the coordinator (main thread) and a keyed subtask (worker thread), on
+// the worker's parentPort. Data and barriers travel on the channels' own MessagePorts (./wire).
+import type { KeyGroupRange, NodeMetrics, PipelineDocument, SnapshotPart } from "@keyflow/operators";
+import type { MessagePort } from "node:worker_threads";
+import type { TaskTimes } from "./channel";
+import type { CodecName } from "./wire";
+
+export interface SubtaskInit {
+  doc: PipelineDocument;
+  subtask: number;
+  parallelism: number;
+  keyGroupRange: KeyGroupRange;
+  headNodes: string[];
+  routes: Array<{ to: string; port: string; channel: number }>;
+  sinkNodes: string[];
+  /** Task snapshots to restore this subtask's key groups from (merged), if any. */
+  restore: SnapshotPart[] | undefined;
+  processingTime: number;
+  /** Records per buffer and buffers (credits) per channel. */
+  bufferRecords: number;
+  buffersPerChannel: number;
+  codec: CodecName;
+  /** Input from the source task, output to the sink task. */
+  input: MessagePort;
+  output: MessagePort;
+  metricsIntervalMs: number;
+}
+
+export interface SubtaskReport {
+  nodes: Record<string, NodeMetrics>;
+  times: TaskTimes;
+  /** Cumulative ms busy / backpressured / idle since the subtask started. */
+  totals: { busy: number; backPressured: number; idle: number };
+  /** Records sent on the output channel and not yet consumed downstream. */
+  queuedRecords: number;
+  maxQueuedRecords: number;
+  /** Records received and not yet processed. */
+  inputQueuedRecords: number;
+  recordsIn: number;
+  recordsOut: number;
+}
+
+export type FromSubtask =
+  | { type: "ready" }
+  | { type: "ack"; id: number; state: Uint8Array; alignmentMs: number; syncMs: number }
+  | { type: "metrics"; report: SubtaskReport }
+  | { type: "finished"; report: SubtaskReport }
+  | { type: "error"; message: string };
+
+export type ToSubtask = { type: "time"; now: number } | { type: "abort"; id: number };

@@ -1,0 +1,151 @@
+// One keyed subtask in a worker thread: a LocalJob of the keyed sub-graph restricted to this
+// subtask's key-group range, fed pre-routed records and watermarks by the source task over a
+// credit-based channel, writing its sink records and dead letters to the sink task's channel.
+// Barriers are aligned over the input channels; on alignment the subtask snapshots its state,
+// acknowledges the checkpoint to the coordinator with the bytes, and forwards the barrier.
+import { parentPort, workerData } from "node:worker_threads";
+import { LocalJob, mergeJobSnapshots, type JobEmission, type NodeMetrics } from "@keyflow/operators";
+import { CreditSender, InputGate, TimeAccount } from "./channel";
+import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
+import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, WM, type Payload, type WireMessage } from "./wire";
+
+const init = workerData as SubtaskInit;
+const port = parentPort!;
+const post = (m: FromSubtask, transfer?: ArrayBuffer[]) => port.postMessage(m, transfer ?? []);
+
+async function main(): Promise<void> {
+  const { doc, input, output } = init;
+  const remote = {
+    nodes: new Set(init.headNodes),
+    output: {
+      record: (to: string) => {
+        throw new Error(`keyed subtask routed a record to node "${to}" of the source task`);
+      },
+      watermark: () => {},
+      idle: () => {},
+    },
+  };
+  const opts = { processingTime: init.processingTime, keyGroupRange: init.keyGroupRange, remote };
+  const job = init.restore && init.restore.length > 0 ? LocalJob.restore(doc, mergeJobSnapshots(init.restore), opts) : LocalJob.create(doc, opts);
+  const local = new Set([...job.localNodes(), ...init.sinkNodes]);
+  const sinkIndex = new Map(init.sinkNodes.map((id, i) => [id, i]));
+  const wire = codec(init.codec);
+  const time = new TimeAccount();
+  const gate = new InputGate<Payload>(1);
+  const out = new CreditSender<Payload>((item) => postItem(output, item), init.buffersPerChannel);
+  const buffer = new OutputBuffer(init.bufferRecords);
+  let recordsIn = 0;
+  let recordsOut = 0;
+  let pendingNow: number | undefined;
+  let wake: (() => void) | undefined;
+  const wakeUp = () => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+
+  input.on("message", (m: WireMessage) => {
+    gate.push(0, toItem(m));
+    wakeUp();
+  });
+  output.on("message", (m: { c: number }) => out.grant(m.c));
+  port.on("message", (m: ToSubtask) => {
+    if (m.type === "time") pendingNow = m.now;
+    else if (m.type === "abort") gate.abort(m.id);
+    wakeUp();
+  });
+
+  const report = (): SubtaskReport => {
+    const all = job.metrics();
+    const nodes: Record<string, NodeMetrics> = {};
+    for (const id of local) if (all[id]) nodes[id] = all[id];
+    return {
+      nodes,
+      times: time.perSecond(),
+      totals: time.cumulative(),
+      queuedRecords: out.inFlightRecords,
+      maxQueuedRecords: out.maxInFlightRecords,
+      inputQueuedRecords: gate.queuedRecords,
+      recordsIn,
+      recordsOut,
+    };
+  };
+  const metricsTimer = setInterval(() => post({ type: "metrics", report: report() }), init.metricsIntervalMs);
+
+  const collect = (emissions: JobEmission[]) => {
+    for (const e of emissions) {
+      if (e.kind === "sink") buffer.record(SINK, sinkIndex.get(e.nodeId) ?? -1, e.value, e.timestamp, e.key ?? null);
+      else buffer.record(DEAD, e);
+    }
+  };
+  const flush = async () => {
+    for (const b of buffer.take()) {
+      recordsOut += b.records;
+      await out.send(wire.encode(b.elements), b.records, (waiting) => time.switchTo(waiting ? "backPressured" : "busy"));
+    }
+  };
+
+  const routes = init.routes;
+  post({ type: "ready" });
+  time.switchTo("idle");
+  for (;;) {
+    const next = gate.poll();
+    if (next === undefined) {
+      if (pendingNow !== undefined) {
+        time.switchTo("busy");
+        job.advanceProcessingTime(pendingNow);
+        pendingNow = undefined;
+        collect(job.drain());
+        await flush();
+        continue;
+      }
+      time.switchTo("idle");
+      await new Promise<void>((resolve) => (wake = resolve));
+      continue;
+    }
+    time.switchTo("busy");
+    if (next.kind === "data") {
+      const els = wire.decode(next.payload);
+      for (let i = 0; i < els.length; ) {
+        const kind = els[i] as number;
+        const r = routes[els[i + 1] as number]!;
+        if (kind === REC) {
+          recordsIn++;
+          job.pushExchange(r.to, r.port, r.channel, els[i + 2] as never, els[i + 3] as number, undefined);
+          i += 4;
+        } else if (kind === WM) {
+          job.pushWatermark(r.to, r.channel, els[i + 2] as number);
+          i += 3;
+        } else if (kind === IDLE) {
+          job.markInputIdle(r.to, r.channel, els[i + 2] === 1);
+          i += 3;
+        } else throw new Error(`subtask ${init.subtask}: unknown element kind ${kind}`);
+      }
+      collect(job.drain());
+      await flush();
+      input.postMessage({ c: 1 });
+    } else if (next.kind === "aligned") {
+      collect(job.drain());
+      await flush();
+      const t0 = performance.now();
+      const state = job.snapshot();
+      const syncMs = performance.now() - t0;
+      post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs }, [state.buffer as ArrayBuffer]);
+      out.event({ kind: "barrier", id: next.id });
+    } else {
+      collect(job.drain());
+      await flush();
+      out.event({ kind: "end" });
+      break;
+    }
+  }
+  clearInterval(metricsTimer);
+  time.switchTo("idle");
+  post({ type: "finished", report: report() });
+  input.close();
+  // The output port stays open until the coordinator terminates the worker: credits may still arrive.
+}
+
+main().catch((err: unknown) => {
+  post({ type: "error", message: `keyed subtask ${init.subtask}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}` });
+});
