@@ -26,9 +26,13 @@ export async function createRunnerService(env: RunnerEnv, log: Logger = createLo
   let db: { close(): Promise<void> } | undefined;
   let reporter: PostgresJobReporter | undefined;
   if (env.databaseUrl) {
-    const { createDb } = await import("@keyflow/db");
+    const { createDb, migrate } = await import("@keyflow/db");
     const opened = createDb({ databaseUrl: env.databaseUrl, pool: { max: 4 } });
     db = opened;
+    // The runner may start before the web app has ever opened this database: apply the committed
+    // migrations itself (idempotent, and safe against a concurrent migrator).
+    const applied = await migrate(opened);
+    if (applied.applied.length > 0) log.info(`applied migrations: ${applied.applied.join(", ")}`);
     reporter = new PostgresJobReporter(opened.prisma, log.child("postgres"));
   }
   const jobs = new JobManager(env, log, { ...opts, ...(reporter ? { events: reporter } : {}) });
