@@ -42,8 +42,8 @@ const sample = [
 ];
 
 describe("dryRun", () => {
-  it("counts records per node and port, and lists the alerts with the sample records behind them", () => {
-    const r = dryRun(velocityPipeline, [{ sourceNodeId: "payments", lines: sample, label: "sample.jsonl" }], { now: t0 });
+  it("counts records per node and port, and lists the alerts with the sample records behind them", async () => {
+    const r = await dryRun(velocityPipeline, [{ sourceNodeId: "payments", lines: sample, label: "sample.jsonl" }], { now: t0 });
     expect(r.inputs).toEqual({ payments: { records: 8, label: "sample.jsonl" } });
     expect(r.nodes.payments?.ports.out?.count).toBe(7);
     expect(r.nodes.byCard?.ports.out?.count).toBe(7);
@@ -74,9 +74,9 @@ describe("dryRun", () => {
     expect(r.warnings).toEqual([]);
   });
 
-  it("keeps the first records of each port and says when lists are cut", () => {
+  it("keeps the first records of each port and says when lists are cut", async () => {
     const many = Array.from({ length: 30 }, (_, i) => pay(`m${i}`, "C", i));
-    const r = dryRun(velocityPipeline, [{ sourceNodeId: "payments", lines: many, label: "many" }], { recordLimit: 5, now: t0 });
+    const r = await dryRun(velocityPipeline, [{ sourceNodeId: "payments", lines: many, label: "many" }], { recordLimit: 5, now: t0 });
     expect(r.nodes.payments?.ports.out).toMatchObject({ count: 30 });
     expect(r.nodes.payments?.ports.out?.records).toHaveLength(5);
     expect(r.alerts.count).toBe(28);
@@ -84,7 +84,7 @@ describe("dryRun", () => {
     expect(r.warnings.join("\n")).toMatch(/28 records reached the sinks; the first 5 are listed/);
   });
 
-  it("resolves a filter's alerts to the sample record itself", () => {
+  it("resolves a filter's alerts to the sample record itself", async () => {
     const doc = parse({
       format: "keyflow.pipeline/v1",
       name: "large",
@@ -98,14 +98,14 @@ describe("dryRun", () => {
         { from: "large", to: "out" },
       ],
     });
-    const r = dryRun(doc, [{ sourceNodeId: "in", lines: [pay("a", "A", 0, 50), pay("b", "A", 1, 500)], label: "s" }]);
+    const r = await dryRun(doc, [{ sourceNodeId: "in", lines: [pay("a", "A", 0, 50), pay("b", "A", 1, 500)], label: "s" }]);
     expect(r.alerts.count).toBe(1);
     expect(r.alerts.items[0]?.evidence).toEqual([{ sourceNodeId: "in", line: 2, ts: t0 + 1000, value: JSON.parse(pay("b", "A", 1, 500)) }]);
     // a filter has an errors port: listed with 0 even though nothing went there
     expect(r.nodes.large?.ports.errors).toEqual({ count: 0, records: [] });
   });
 
-  it("replays a reference-only source first and warns about sources without a sample", () => {
+  it("replays a reference-only source first and warns about sources without a sample", async () => {
     const doc = parse({
       format: "keyflow.pipeline/v1",
       name: "enriched",
@@ -128,7 +128,7 @@ describe("dryRun", () => {
     const payments = [JSON.stringify({ id: "p1", merchantId: "m1", ts: t0 + 5000 }), JSON.stringify({ id: "p2", merchantId: "m2", ts: t0 + 6000 })];
     const merchants = [JSON.stringify({ id: "m1", name: "Shop", ts: t0 })];
     // the payments are given first, but the reference table is loaded before them
-    const r = dryRun(doc, [
+    const r = await dryRun(doc, [
       { sourceNodeId: "payments", lines: payments, label: "payments" },
       { sourceNodeId: "merchants", lines: merchants, label: "merchants" },
     ]);
@@ -136,12 +136,44 @@ describe("dryRun", () => {
     expect(r.nodes.enrich?.ports.miss?.count).toBe(1);
     expect(r.nodes.out?.ports.in?.records[0]?.value).toMatchObject({ id: "p1", merchant: { name: "Shop" } });
 
-    const alone = dryRun(doc, [{ sourceNodeId: "payments", lines: payments, label: "payments" }]);
+    const alone = await dryRun(doc, [{ sourceNodeId: "payments", lines: payments, label: "payments" }]);
     expect(alone.warnings).toEqual([`source "merchants" was given no sample: its input was empty`]);
     expect(alone.nodes.enrich?.ports.miss?.count).toBe(2);
   });
 
-  it("refuses a sample for a node that is not a source", () => {
-    expect(() => dryRun(velocityPipeline, [{ sourceNodeId: "vel", lines: [], label: "x" }])).toThrow(/node "vel" is not a source/);
+  it("refuses a sample for a node that is not a source", async () => {
+    await expect(dryRun(velocityPipeline, [{ sourceNodeId: "vel", lines: [], label: "x" }])).rejects.toThrow(/node "vel" is not a source/);
   });
+  it("runs process.custom in the runner's sandbox (as a job does) and closes it after the run", async () => {
+    const code = `
+export function processElement(record: InputRecord, ctx: Context): void {
+  const count = ctx.state.value<number>("count");
+  const n = (count.value() ?? 0) + 1;
+  count.update(n);
+  if (n >= 2) ctx.output({ cardId: record.key, count: n, txId: record.value.txId });
+}`;
+    const doc = parse({
+      format: "keyflow.pipeline/v1",
+      name: "custom-sample",
+      nodes: [
+        { id: "payments", type: "source.file", params: { path: "payments.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 0 } },
+        { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+        { id: "mine", type: "process.custom", params: { code } },
+        { id: "alerts", type: "sink.file", params: { path: "alerts.jsonl" } },
+      ],
+      edges: [
+        { from: "payments", to: "byCard" },
+        { from: "byCard", to: "mine" },
+        { from: "mine", to: "alerts" },
+      ],
+    });
+    const r = await dryRun(doc, [{ sourceNodeId: "payments", lines: [pay("t1", "A", 0), pay("t2", "B", 1), pay("t3", "A", 2)], label: "sample.jsonl" }], { now: t0 });
+    expect(r.inputs.payments).toEqual({ records: 3, label: "sample.jsonl" });
+    expect(r.nodes.mine).toMatchObject({ type: "process.custom", recordsIn: 3, recordsOut: 1 });
+    expect(r.deadLetters.count).toBe(0);
+    expect(r.alerts.count).toBe(1);
+    expect(r.alerts.items[0]).toMatchObject({ sinkNodeId: "alerts", key: "A", value: { cardId: "A", count: 2, txId: "t3" } });
+    // Nothing left running: the run's sandboxes were closed before it settled.
+    expect(r.warnings).toEqual([]);
+  }, 60_000);
 });

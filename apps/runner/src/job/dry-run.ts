@@ -8,7 +8,11 @@
 // (on any port, connected or not) through one private method, `route(node, port, value, ts, key)`;
 // the tap wraps it on this instance only. Should the engine rename it, the dry run still runs and
 // says that per-port records are unavailable (and dry-run.test.ts fails).
+//
+// process.custom runs as in a job (create.ts): in the runner's sandboxes, started only when the
+// pipeline has such a node and closed when the run ends (returns or throws).
 import { LocalJob, parseEdgeEnd, type JobEmission, type JsonObject, type JsonValue, type PipelineDocument } from "@keyflow/operators";
+import { createCustomFunctionFactory, type CustomFunctionFactoryOptions, type SandboxedFunctions } from "../sandbox/custom-function-factory";
 
 export const DEFAULT_RECORD_LIMIT = 200;
 
@@ -94,6 +98,8 @@ export interface DryRunOptions {
   recordLimit?: number;
   /** The processing-time clock's value for the whole run; default Date.now(). */
   now?: number;
+  /** process.custom's sandboxes (timeout, memory limit, logs), as for a job; the sandbox's defaults otherwise. */
+  sandbox?: CustomFunctionFactoryOptions;
 }
 
 /** The source nodes whose output only feeds `reference` inputs: their sample is replayed first. */
@@ -165,14 +171,24 @@ interface SourceEntry {
 
 /**
  * Runs `doc` (validated) on the inputs and returns what each node and port saw. Sources without an
- * input get none (their input ends at once). Throws when the job cannot be created (an invalid
- * pipeline, an operator the runner cannot run).
+ * input get none (their input ends at once). Rejects when the job cannot be created (an invalid
+ * pipeline, an operator the runner cannot run, process.custom code that does not load). The
+ * process.custom sandboxes it started are closed before it settles.
  */
-export function dryRun(doc: PipelineDocument, inputs: readonly DryRunInput[], opts: DryRunOptions = {}): DryRunResult {
+export async function dryRun(doc: PipelineDocument, inputs: readonly DryRunInput[], opts: DryRunOptions = {}): Promise<DryRunResult> {
+  const sandboxes: SandboxedFunctions | undefined = doc.nodes.some((n) => n.type === "process.custom") ? createCustomFunctionFactory(opts.sandbox ?? {}) : undefined;
+  try {
+    return runOnSample(doc, inputs, opts, sandboxes);
+  } finally {
+    await sandboxes?.close();
+  }
+}
+
+function runOnSample(doc: PipelineDocument, inputs: readonly DryRunInput[], opts: DryRunOptions, sandboxes: SandboxedFunctions | undefined): DryRunResult {
   const started = performance.now();
   const limit = opts.recordLimit ?? DEFAULT_RECORD_LIMIT;
   const now = opts.now ?? Date.now();
-  const job = LocalJob.create(doc, { processingTime: now });
+  const job = LocalJob.create(doc, { processingTime: now, ...(sandboxes ? { operatorServices: { customFunctionFactory: sandboxes.factory } } : {}) });
   const warnings: string[] = [];
   const types = new Map(doc.nodes.map((n) => [n.id, n.type]));
   const sourceIds = new Set(job.sources.map((s) => s.nodeId));

@@ -88,7 +88,14 @@ export async function runDryRun(doc: PipelineDocument, req: DryRunRequest, deps:
   }
   let result: DryRunResult;
   try {
-    result = dryRun(doc, inputs, req.recordLimit !== undefined ? { recordLimit: req.recordLimit } : {});
+    result = await dryRun(doc, inputs, {
+      ...(req.recordLimit !== undefined ? { recordLimit: req.recordLimit } : {}),
+      sandbox: {
+        ...(deps.env.sandboxTimeoutMs !== undefined ? { timeoutMs: deps.env.sandboxTimeoutMs } : {}),
+        ...(deps.env.sandboxMemoryLimitMb !== undefined ? { memoryLimitMb: deps.env.sandboxMemoryLimitMb } : {}),
+        onLog: (nodeId, line) => deps.log.debug(`node "${nodeId}": ${line}`),
+      },
+    });
   } catch (err) {
     throw new DryRunRequestError(422, `the pipeline cannot run: ${errorMessage(err)}`);
   }
