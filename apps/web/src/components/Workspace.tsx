@@ -20,6 +20,8 @@ import { ToastProvider } from "./canvas/Toasts";
 import { DocumentPanel } from "./editor/DocumentPanel";
 import { expressionParamEditors } from "./expression/param-editors";
 import { Inspector } from "./inspector/Inspector";
+import { LiveProvider } from "./live/LiveContext";
+import { OperationsPanel, runningDeployment } from "./operations/OperationsPanel";
 import { ParamEditorsContext } from "./inspector/ParamField";
 import { Palette } from "./palette/Palette";
 import { PipelineList } from "./PipelineList";
@@ -172,7 +174,7 @@ function WorkspaceFrame({ initialPipelineId }: { initialPipelineId: string | nul
 // ---- The pipeline's area: palette, canvas, problems, side panel ------------------------------------
 
 /** The side panel's tabs. */
-type SideTab = "inspector" | "document" | "history" | "dryrun";
+type SideTab = "inspector" | "document" | "history" | "dryrun" | "operations";
 
 /** What the pipeline tools (versions, diff, dry run, deploy) need from the frame. */
 interface ToolsProps {
@@ -232,6 +234,7 @@ function PipelineArea({
       ? [
           { id: "history" as const, label: "History", render: () => <VersionHistory /> },
           { id: "dryrun" as const, label: "Dry run", render: () => <DryRunPanel /> },
+          { id: "operations" as const, label: "Operations", render: () => <OperationsPanel pipeline={tools.pipeline} /> },
         ]
       : []),
   ];
@@ -263,9 +266,17 @@ function PipelineArea({
     </>
   );
   if (!tools) return area;
+  // A running deployment turns the canvas into its dashboard (live figures on nodes and edges).
+  const running = runningDeployment(tools.pipeline);
   return (
     <PipelineToolsProvider pipeline={tools.pipeline} document={shownDoc} shown={tools.shown} onOpenVersion={tools.onOpenVersion} onSelectPipeline={tools.onSelectPipeline} onShowPanel={setTab}>
-      {area}
+      {running ? (
+        <LiveProvider key={running.id} deploymentId={running.id} document={doc}>
+          {area}
+        </LiveProvider>
+      ) : (
+        area
+      )}
     </PipelineToolsProvider>
   );
 }

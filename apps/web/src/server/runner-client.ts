@@ -149,3 +149,152 @@ export async function dryRunPipeline(runnerUrl: string, body: { pipeline: Pipeli
   if (!result.success) throw new RunnerError(`unexpected dry-run answer from the runner: ${z.prettifyError(result.error)}`);
   return result.data;
 }
+
+// ---- Running jobs: live metrics, checkpoints, stop -----------------------------------------------
+
+const JOB_TIMEOUT_MS = 15_000;
+/** A graceful stop takes a final checkpoint first. */
+const STOP_TIMEOUT_MS = 60_000;
+
+async function runnerFetch(runnerUrl: string, pathname: string, init: RequestInit & { timeoutMs?: number } = {}): Promise<Response> {
+  const { timeoutMs, signal, ...rest } = init;
+  const signals = [AbortSignal.timeout(timeoutMs ?? JOB_TIMEOUT_MS), ...(signal ? [signal] : [])];
+  try {
+    return await fetch(`${runnerUrl}${pathname}`, { ...rest, signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) });
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+    throw new RunnerError(`the runner at ${runnerUrl} did not answer (${reason}); is it running? (npm start starts it; RUNNER_URL points elsewhere)`);
+  }
+}
+
+/** The runner does not know the job (it restarted, or the id is wrong). */
+export class RunnerJobNotFoundError extends RunnerError {
+  override name = "RunnerJobNotFoundError";
+}
+
+async function jsonOf(response: Response, what: string): Promise<unknown> {
+  const text = await response.text();
+  if (response.status === 404) throw new RunnerJobNotFoundError(`the runner has no such job (${what}): ${text.slice(0, 200)}`);
+  if (!response.ok) throw new RunnerError(`${what} failed on the runner: HTTP ${response.status} ${text.slice(0, 300)}`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new RunnerError(`the runner answered ${what} with something other than JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+/** GET /jobs/:id/checkpoints: the current run's completed checkpoints, newest first. */
+export const runnerCheckpointsSchema = z.object({
+  jobId: z.string(),
+  checkpointDir: z.string().optional(),
+  checkpoints: z.array(
+    z.looseObject({
+      id: z.number(),
+      /** Absent on the runner's completed checkpoints: they are all completed. */
+      status: z.string().optional(),
+      triggeredAt: z.number(),
+      completedAt: z.number().optional(),
+      durationMs: z.number(),
+      stateBytes: z.number(),
+      alignmentMs: z.number().optional(),
+      incrementalBytes: z.number().optional(),
+      failure: z.string().optional(),
+    }),
+  ),
+});
+export type RunnerCheckpoints = z.infer<typeof runnerCheckpointsSchema>;
+
+export async function getJobCheckpoints(runnerUrl: string, jobId: string): Promise<RunnerCheckpoints> {
+  const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}/checkpoints`);
+  const parsed = runnerCheckpointsSchema.safeParse(await jsonOf(response, `GET /jobs/${jobId}/checkpoints`));
+  if (!parsed.success) throw new RunnerError(`unexpected checkpoints answer from the runner: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** The part of GET /jobs/:id (and DELETE's answer) the web app reads. */
+export const runnerJobSchema = z.looseObject({
+  id: z.string(),
+  status: z.string(),
+  failure: z.string().nullable().optional(),
+  restarts: z.number().optional(),
+  lastCheckpoint: z.looseObject({ id: z.number(), durationMs: z.number(), stateBytes: z.number() }).nullable().optional(),
+});
+export type RunnerJob = z.infer<typeof runnerJobSchema>;
+
+export async function getJob(runnerUrl: string, jobId: string): Promise<RunnerJob> {
+  const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}`);
+  const parsed = runnerJobSchema.safeParse(await jsonOf(response, `GET /jobs/${jobId}`));
+  if (!parsed.success) throw new RunnerError(`unexpected job answer from the runner: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** DELETE /jobs/:id: a graceful stop (final checkpoint); resolves with the stopped job. */
+export async function stopJob(runnerUrl: string, jobId: string): Promise<RunnerJob> {
+  const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}`, { method: "DELETE", timeoutMs: STOP_TIMEOUT_MS });
+  const parsed = runnerJobSchema.safeParse(await jsonOf(response, `DELETE /jobs/${jobId}`));
+  if (!parsed.success) throw new RunnerError(`unexpected stop answer from the runner: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** One server-sent event. */
+export interface SseEvent {
+  event: string;
+  data: string;
+}
+
+/** Splits a text/event-stream body into events (the parts of the spec the runner uses: event, data). */
+export async function* parseSse(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<SseEvent> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const onAbort = () => void reader.cancel().catch(() => undefined);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        let event = "message";
+        const data: string[] = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) continue;
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const val = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+          if (field === "event") event = val;
+          else if (field === "data") data.push(val);
+        }
+        if (data.length > 0) yield { event, data: data.join("\n") };
+      }
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    // Left early (the subscriber went away): close the connection to the runner too.
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/** GET /jobs/:id/metrics/stream: the runner's raw snapshots (JSON), one a second, until `signal` aborts or the job's stream ends. */
+export async function* streamJobMetrics(runnerUrl: string, jobId: string, signal?: AbortSignal): AsyncGenerator<unknown> {
+  const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}/metrics/stream`, {
+    headers: { accept: "text/event-stream" },
+    // The stream lives as long as the subscription; only the connection itself is timed.
+    timeoutMs: 24 * 3600_000,
+    ...(signal ? { signal } : {}),
+  });
+  if (!response.ok || !response.body) await jsonOf(response, `GET /jobs/${jobId}/metrics/stream`);
+  if (!response.body) return;
+  for await (const ev of parseSse(response.body, signal)) {
+    if (ev.event !== "metrics") continue;
+    try {
+      yield JSON.parse(ev.data) as unknown;
+    } catch {
+      // a malformed event is skipped; the next one comes within a second
+    }
+  }
+}

@@ -33,6 +33,7 @@ import { documentToFlow, type OperatorFlowNode, type PipelineFlowEdge } from "..
 import { edgeEnd, moveNodes } from "../../canvas/graph-edit";
 import { NODE_WIDTH } from "../../canvas/layout";
 import { reconcileEdges, reconcileNodes } from "../../canvas/reconcile";
+import { useLiveEdges } from "../live/live-edges";
 import { OPERATOR_DRAG_TYPE } from "../palette/drag";
 import { ConnectCheckContext, type ConnectCheck } from "./connect-check";
 import { ConnectionLine } from "./ConnectionLine";
@@ -96,6 +97,8 @@ function Canvas() {
   const [edges, setEdges] = useState<PipelineFlowEdge[]>(() => reconcileEdges([], drawnEdges, selectedEdges));
   useLayoutEffect(() => setNodes((prev) => reconcileNodes(prev, graph.nodes, selectedNodes)), [graph.nodes, selectedNodes]);
   useLayoutEffect(() => setEdges((prev) => reconcileEdges(prev, drawnEdges, selectedEdges)), [drawnEdges, selectedEdges]);
+  // A running deployment's throughput on the edges (label, stroke width); the edges' state stays as is.
+  const shownEdges = useLiveEdges(edges);
 
   const onNodesChange = useCallback(
     (changes: NodeChange<OperatorFlowNode>[]) => {
@@ -194,7 +197,7 @@ function Canvas() {
       <div className={`kf-canvas${readOnly ? " kf-canvas--readonly" : ""}`} data-testid="canvas" ref={canvasRef} onDragOver={onDragOver} onDrop={onDrop}>
         <ReactFlow<OperatorFlowNode, PipelineFlowEdge>
           nodes={nodes}
-          edges={edges}
+          edges={shownEdges}
           onNodesChange={onNodesChange}
           onEdgesChange={onEdgesChange}
           onConnect={onConnect}

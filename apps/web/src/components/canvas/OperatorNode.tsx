@@ -8,6 +8,7 @@ import { memo } from "react";
 import type { StreamKind } from "@keyflow/operators";
 import type { OperatorFlowNode, PortHandle } from "../../canvas/flow";
 import { NodeOverlayBadges } from "../dryrun/NodeOverlayBadges";
+import { LiveNodeFigures } from "../live/LiveNodeFigures";
 import { useHandleStatus, type HandleStatus } from "./connect-check";
 
 const CATEGORY_LABEL: Record<OperatorFlowNode["data"]["category"], string> = {
@@ -109,6 +110,7 @@ function OperatorNodeView({ data, selected, isConnectable }: NodeProps<OperatorF
         <div className="kf-node__id">{data.label ? `${data.nodeId} · ${data.title}` : data.nodeId}</div>
       </header>
       <NodeOverlayBadges nodeId={data.nodeId} />
+      <LiveNodeFigures nodeId={data.nodeId} />
       {data.params.length > 0 ? (
         <dl className="kf-node__params">
           {data.params.map((p) => (

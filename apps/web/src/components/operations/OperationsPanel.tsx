@@ -1,0 +1,148 @@
+"use client";
+// The side panel's "Operations" tab for a running deployment: the job's status, its checkpoint
+// history (from the runner, with a chart of duration and size and a warning when a checkpoint takes
+// more than 80 % of the pipeline's timeout), and job controls (stop, with the result).
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { formatBytes, formatDuration } from "../../live/format";
+import { useTRPC } from "../../trpc/react";
+import type { PipelineDetail } from "../../trpc/types";
+import { useLive } from "../live/LiveContext";
+import { CheckpointChart } from "./CheckpointChart";
+import "./operations.css";
+
+/** A checkpoint slower than this share of checkpointTimeoutMs is a warning (the seeds' checklist item 9). */
+export const SLOW_CHECKPOINT_SHARE = 0.8;
+
+type Deployment = PipelineDetail["deployments"][number];
+
+/** The deployment the canvas shows live: the newest running one the runner accepted. */
+export function runningDeployment(pipeline: PipelineDetail): Deployment | undefined {
+  return pipeline.deployments.find((d) => d.status === "running" && d.runnerJobId !== null);
+}
+
+function time(at: number): string {
+  return new Date(at).toLocaleTimeString("en-GB", { hour12: false });
+}
+
+export function OperationsPanel({ pipeline }: { pipeline: PipelineDetail }) {
+  const deployment = runningDeployment(pipeline);
+  const versionNumber = deployment ? pipeline.versions.find((v) => v.id === deployment.versionId)?.number : undefined;
+  const [stopped, setStopped] = useState<string | null>(null);
+  return (
+    <div className="kf-ops" data-testid="operations-panel">
+      {stopped ? (
+        <p className="kf-ops__result" data-testid="stop-result">
+          {stopped}
+        </p>
+      ) : null}
+      {deployment ? (
+        <DeploymentOperations key={deployment.id} deployment={deployment} versionNumber={versionNumber} onStopped={setStopped} />
+      ) : (
+        <p className="kf-ops__empty" data-testid="operations-empty">
+          No running deployment of {pipeline.name}. Deploy a version from the History tab to see its checkpoints here.
+        </p>
+      )}
+    </div>
+  );
+}
+
+function DeploymentOperations({ deployment, versionNumber, onStopped }: { deployment: Deployment; versionNumber: number | undefined; onStopped: (message: string) => void }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const live = useLive();
+  const checkpoints = useQuery({ ...trpc.deployment.checkpoints.queryOptions({ deploymentId: deployment.id }), refetchInterval: 2_000, retry: false, staleTime: 0 });
+  const stop = useMutation(
+    trpc.deployment.stop.mutationOptions({
+      onSuccess: async (result) => {
+        const cp = result.finalCheckpoint;
+        onStopped(`Deployment ${result.deployment.id} ${result.jobStatus === "gone" ? "was no longer on the runner; recorded as stopped" : result.jobStatus}${cp ? ` after checkpoint ${cp.id} (${formatDuration(cp.durationMs)}, ${formatBytes(cp.stateBytes)})` : ""}.`);
+        await queryClient.invalidateQueries({ queryKey: trpc.pipeline.get.queryKey() });
+      },
+    }),
+  );
+  const data = checkpoints.data;
+  const history = data?.checkpoints ?? [];
+  const limit = data ? data.checkpointTimeoutMs * SLOW_CHECKPOINT_SHARE : Number.POSITIVE_INFINITY;
+  const slow = history.filter((c) => c.durationMs > limit);
+  const points = [...history].reverse().map((c) => ({ at: c.triggeredAt, durationMs: c.durationMs, stateBytes: c.stateBytes }));
+
+  return (
+    <>
+      <section className="kf-ops__section">
+        <header className="kf-ops__header">
+          <h3>
+            Deployment{versionNumber !== undefined ? ` of v${versionNumber}` : ""} <code title={deployment.id}>{deployment.id.slice(0, 10)}</code>
+          </h3>
+          <span className={`kf-ops__status kf-ops__status--${data?.jobStatus ?? "unknown"}`} data-testid="job-status">
+            {data?.jobStatus ?? (checkpoints.isPending ? "…" : "unknown")}
+          </span>
+        </header>
+        <p className="kf-ops__meta">
+          {deployment.mode} · since {new Date(deployment.createdAt).toLocaleString("en-GB", { hour12: false })}
+          {data && data.restarts > 0 ? ` · ${data.restarts} restart${data.restarts === 1 ? "" : "s"}` : ""}
+          {live?.status === "error" ? ` · live figures unavailable: ${live.error ?? "?"}` : ""}
+        </p>
+        {data?.failure ? <p className="kf-ops__warning">Last failure: {data.failure}</p> : null}
+        <div className="kf-ops__controls">
+          <button
+            type="button"
+            className="kf-button kf-button--small kf-button--danger"
+            data-testid="job-stop"
+            disabled={stop.isPending}
+            onClick={() => {
+              if (window.confirm("Stop this deployment? The runner takes a final checkpoint, then stops.")) stop.mutate({ deploymentId: deployment.id });
+            }}
+          >
+            {stop.isPending ? "Stopping (final checkpoint)…" : "Stop"}
+          </button>
+          {stop.error ? <span className="kf-ops__error">{stop.error.message}</span> : null}
+        </div>
+      </section>
+
+      <section className="kf-ops__section" aria-label="Checkpoints">
+        <header className="kf-ops__header">
+          <h3>Checkpoints</h3>
+          {data ? (
+            <span className="kf-ops__meta">
+              every {formatDuration(data.checkpointIntervalMs)} · timeout {formatDuration(data.checkpointTimeoutMs)}
+            </span>
+          ) : null}
+        </header>
+        {checkpoints.error ? <p className="kf-ops__error">{checkpoints.error.message}</p> : null}
+        {slow.length > 0 ? (
+          <p className="kf-ops__warning" data-testid="checkpoint-slow-warning">
+            {slow.length} checkpoint{slow.length === 1 ? "" : "s"} took more than 80 % of the timeout ({formatDuration(limit)}), slowest {formatDuration(Math.max(...slow.map((c) => c.durationMs)))}: a
+            checkpoint about to time out fails the job's exactly-once guarantee. Reduce state (TTL, smaller windows) or raise checkpointTimeoutMs.
+          </p>
+        ) : null}
+        {points.length > 0 && data ? <CheckpointChart points={points} timeoutMs={data.checkpointTimeoutMs} /> : null}
+        {data && history.length === 0 ? <p className="kf-ops__empty">No checkpoint completed yet (the first comes after {formatDuration(data.checkpointIntervalMs)}).</p> : null}
+        {history.length > 0 ? (
+          <table className="kf-ops__table" data-testid="checkpoint-table">
+            <thead>
+              <tr>
+                <th>id</th>
+                <th>status</th>
+                <th>triggered</th>
+                <th>duration</th>
+                <th>size</th>
+              </tr>
+            </thead>
+            <tbody>
+              {history.map((c) => (
+                <tr key={c.id} data-testid={`checkpoint-${c.id}`} data-status={c.status} className={c.durationMs > limit ? "kf-ops__row--slow" : undefined}>
+                  <td>{c.id}</td>
+                  <td>{c.status}</td>
+                  <td>{time(c.triggeredAt)}</td>
+                  <td>{formatDuration(c.durationMs)}</td>
+                  <td>{formatBytes(c.stateBytes)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,117 @@
+// A running deployment's operations: its live figures (the runner's metrics stream relayed, with
+// rates computed here from successive counters), its checkpoints against the pipeline's timeout, and
+// a graceful stop. The deployment's runner job id comes from the database, never from the browser.
+import { TRPCError } from "@trpc/server";
+import { pipelineSettingsSchema } from "@keyflow/operators";
+import type { PrismaClient } from "@keyflow/db";
+import { runnerSnapshotSchema, toLiveMetrics, type LiveMetrics, type RunnerSnapshot } from "../../live/metrics";
+import { notFound } from "../errors";
+import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, stopJob, streamJobMetrics } from "../runner-client";
+
+async function findDeployment(prisma: PrismaClient, deploymentId: string) {
+  const row = await prisma.deployment.findUnique({
+    where: { id: deploymentId },
+    select: { id: true, status: true, runnerJobId: true, version: { select: { number: true, graph: true } } },
+  });
+  if (!row) throw notFound("deployment", deploymentId);
+  if (!row.runnerJobId) throw new TRPCError({ code: "PRECONDITION_FAILED", message: `deployment ${deploymentId} has no runner job (${row.status})` });
+  return { ...row, runnerJobId: row.runnerJobId };
+}
+
+function runnerTrouble(error: unknown, deploymentId: string): unknown {
+  if (error instanceof RunnerJobNotFoundError) return new TRPCError({ code: "NOT_FOUND", message: `the runner no longer runs deployment ${deploymentId}: ${error.message}`, cause: error });
+  if (error instanceof RunnerError) return new TRPCError({ code: "BAD_GATEWAY", message: error.message, cause: error });
+  return error;
+}
+
+const sleep = (ms: number, signal: AbortSignal | undefined) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+
+/** How many times in a row the relay reconnects to the runner before giving up. */
+const MAX_RECONNECTS = 10;
+
+/**
+ * The deployment's live figures, one per runner snapshot (1 Hz), until the subscriber leaves.
+ * A dropped runner stream is reconnected (the rates continue from the last snapshot seen).
+ */
+export async function* liveMetrics(prisma: PrismaClient, runnerUrl: string, deploymentId: string, signal: AbortSignal | undefined): AsyncGenerator<LiveMetrics> {
+  const deployment = await findDeployment(prisma, deploymentId);
+  let previous: RunnerSnapshot | undefined;
+  let failures = 0;
+  while (!signal?.aborted) {
+    try {
+      for await (const raw of streamJobMetrics(runnerUrl, deployment.runnerJobId, signal)) {
+        const snap = runnerSnapshotSchema.safeParse(raw);
+        if (!snap.success) continue;
+        yield toLiveMetrics(deploymentId, snap.data, previous);
+        previous = snap.data;
+        failures = 0;
+      }
+    } catch (error) {
+      if (signal?.aborted) return;
+      if (error instanceof RunnerJobNotFoundError || ++failures > MAX_RECONNECTS) throw runnerTrouble(error, deploymentId);
+    }
+    await sleep(Math.min(10_000, 500 * 2 ** failures), signal);
+  }
+}
+
+/** The checkpoint history with what a warning needs: the pipeline's interval and timeout. */
+export async function deploymentCheckpoints(prisma: PrismaClient, runnerUrl: string, deploymentId: string) {
+  const deployment = await findDeployment(prisma, deploymentId);
+  const graph = deployment.version.graph as { settings?: unknown } | null;
+  const settings = pipelineSettingsSchema.safeParse(graph?.settings ?? {});
+  const { checkpointIntervalMs, checkpointTimeoutMs } = settings.success ? settings.data : pipelineSettingsSchema.parse({});
+  try {
+    const [job, history] = await Promise.all([getJob(runnerUrl, deployment.runnerJobId), getJobCheckpoints(runnerUrl, deployment.runnerJobId)]);
+    return {
+      deploymentId,
+      jobId: deployment.runnerJobId,
+      versionNumber: deployment.version.number,
+      jobStatus: job.status,
+      failure: job.failure ?? null,
+      restarts: job.restarts ?? 0,
+      checkpointIntervalMs,
+      checkpointTimeoutMs,
+      /** Newest first. */
+      checkpoints: history.checkpoints.map((c) => ({
+        id: c.id,
+        status: c.status ?? "completed",
+        triggeredAt: c.triggeredAt,
+        durationMs: c.durationMs,
+        stateBytes: c.stateBytes,
+        ...(c.alignmentMs !== undefined ? { alignmentMs: c.alignmentMs } : {}),
+        ...(c.failure !== undefined ? { failure: c.failure } : {}),
+      })),
+    };
+  } catch (error) {
+    throw runnerTrouble(error, deploymentId);
+  }
+}
+
+/** A graceful stop (the runner takes a final checkpoint); the deployment is recorded as stopped. */
+export async function stopDeployment(prisma: PrismaClient, runnerUrl: string, deploymentId: string) {
+  const deployment = await findDeployment(prisma, deploymentId);
+  let job: Awaited<ReturnType<typeof stopJob>> | null = null;
+  try {
+    job = await stopJob(runnerUrl, deployment.runnerJobId);
+  } catch (error) {
+    // A job the runner no longer knows is stopped as far as anyone can tell.
+    if (!(error instanceof RunnerJobNotFoundError)) throw runnerTrouble(error, deploymentId);
+  }
+  const updated = await prisma.deployment.update({
+    where: { id: deploymentId },
+    data: { status: job?.status === "failed" ? "failed" : "stopped", stoppedAt: new Date() },
+    select: { id: true, status: true, stoppedAt: true },
+  });
+  return {
+    deployment: updated,
+    jobStatus: job?.status ?? "gone",
+    finalCheckpoint: job?.lastCheckpoint ? { id: job.lastCheckpoint.id, durationMs: job.lastCheckpoint.durationMs, stateBytes: job.lastCheckpoint.stateBytes } : null,
+  };
+}

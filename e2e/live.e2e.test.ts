@@ -1,0 +1,176 @@
+// Live operations on the canvas, driven in Chromium against a real runner (`keyflow serve`): a
+// pipeline on the demo source (200 payments/s) → keyBy → velocity → file sink, created and deployed
+// through the API, shows moving figures on its nodes (over the tRPC subscription, server-sent
+// events) and throughput on its edges; the Operations tab lists completed checkpoints (every 2 s)
+// with their chart, and stops the deployment.
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
+import { apiClient, artifactLog, artifactPath, launchBrowser, startWebApp, type TestBrowser, type WebApp } from "./support";
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The runner service (`keyflow serve`) on a free port, with throwaway checkpoint and data folders. */
+async function startRunner(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyflow-e2e-live-runner-"));
+  const { log } = artifactLog("live-runner.log");
+  const child: ChildProcess = spawn(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "serve"], {
+    cwd: REPO,
+    env: { ...process.env, RUNNER_PORT: String(port), RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.on("data", (b: Buffer) => log(b.toString().trimEnd()));
+  child.stderr?.on("data", (b: Buffer) => log(b.toString().trimEnd()));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the runner exited with ${child.exitCode} (log: e2e/artifacts/live-runner.log)`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error("the runner did not answer /healthz within 60 s");
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+        if (child.exitCode === null) child.kill("SIGKILL");
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function livePipeline(name: string): PipelineDocumentInput {
+  return {
+    format: PIPELINE_FORMAT,
+    name,
+    description: "Demo payments at a steady 200/s through a velocity rule, for the live canvas.",
+    settings: { checkpointIntervalMs: 2000 },
+    nodes: [
+      { id: "payments", type: "source.demo", label: "Demo payments", params: { eventsPerSecond: 200, seed: 7, cardCount: 300, maxOutOfOrdernessMs: 2000 }, position: { x: 0, y: 80 } },
+      { id: "byCard", type: "keyBy", label: "By card", params: { field: "cardId" }, position: { x: 300, y: 80 } },
+      { id: "vel", type: "velocity", label: "Card testing", params: { threshold: 3, windowMs: "1m", idField: "txId" }, position: { x: 600, y: 80 } },
+      { id: "alerts", type: "sink.file", label: "Alerts", params: { path: `${name}/alerts.jsonl` }, position: { x: 900, y: 80 } },
+    ],
+    edges: [
+      { from: "payments", to: "byCard" },
+      { from: "byCard", to: "vel" },
+      { from: "vel", to: "alerts" },
+    ],
+  };
+}
+
+/** The total after "in" or "out" on a node's live figures (`out 200/s 12,345`). */
+function total(text: string | null, dir: "in" | "out"): number {
+  const m = new RegExp(`${dir}\\s+\\S+/s\\s+([\\d,]+)`).exec(text ?? "");
+  return m?.[1] ? Number(m[1].replaceAll(",", "")) : -1;
+}
+
+describe("live operations on the canvas", () => {
+  let app: WebApp;
+  let runner: { url: string; stop: () => Promise<void> };
+  let browser: TestBrowser;
+  const name = `e2e-live-${Date.now().toString(36)}`;
+  let pipelineId = "";
+
+  beforeAll(async () => {
+    runner = await startRunner();
+    app = await startWebApp({ name: "live", env: { RUNNER_URL: runner.url } });
+    browser = await launchBrowser();
+    const api = apiClient(app.url, "operator");
+    const created = await api.pipeline.create.mutate({ name, graph: livePipeline(name) });
+    pipelineId = created.id;
+    const saved = await api.pipeline.saveVersion.mutate({ pipelineId, graph: livePipeline(name), message: "live canvas" });
+    const deployment = await api.deployment.deploy.mutate({ versionId: saved.version.id });
+    expect(deployment.status).toBe("running");
+  });
+
+  afterAll(async () => {
+    if (browser) fs.writeFileSync(artifactPath("live-browser.log"), [...browser.pageErrors.map((m) => `page error: ${m}`), ...browser.consoleErrors.map((m) => `error: ${m}`), ...browser.consoleWarnings.map((m) => `warning: ${m}`)].join("\n"));
+    await browser?.close();
+    await app?.stop();
+    await runner?.stop();
+  });
+
+  it("shows moving figures on the nodes and throughput on the edges", async () => {
+    const { page } = browser;
+    await page.goto(`${app.url}/?pipeline=${pipelineId}`, { waitUntil: "domcontentloaded" });
+    const source = page.getByTestId("live-payments");
+    await source.waitFor({ state: "visible", timeout: 30_000 });
+
+    // The records count grows between two readings, and the rate settles near the source's 200/s.
+    const first = total(await source.textContent(), "out");
+    expect(first).toBeGreaterThanOrEqual(0);
+    await expect.poll(async () => total(await source.textContent(), "out"), { timeout: 15_000 }).toBeGreaterThan(first);
+    const vel = page.getByTestId("live-vel");
+    const velFirst = total(await vel.textContent(), "in");
+    await expect.poll(async () => total(await vel.textContent(), "in"), { timeout: 15_000 }).toBeGreaterThan(velFirst);
+    await expect.poll(async () => (await page.getByTestId("live-byCard").textContent()) ?? "", { timeout: 15_000 }).toMatch(/in\s+(1\d\d|2\d\d)\/s/);
+    const velText = (await vel.textContent()) ?? "";
+    expect(velText).toMatch(/wm lag/);
+    expect(velText).toMatch(/keys\s*\d/);
+    expect(velText).toMatch(/state\s*[\d.]+\s*(B|KiB|MiB)/);
+    expect(velText).toMatch(/late/);
+    expect(velText).toMatch(/dlq/);
+    // Keyed state builds up in the velocity node.
+    await expect.poll(async () => Number(/keys\s*([\d.]+)/.exec((await vel.textContent()) ?? "")?.[1] ?? 0), { timeout: 15_000 }).toBeGreaterThan(0);
+    // A sparkline with points once a few snapshots arrived.
+    await expect.poll(async () => ((await source.locator("polyline").first().getAttribute("points")) ?? "").split(" ").length, { timeout: 15_000 }).toBeGreaterThan(2);
+
+    // The edges carry throughput as their label and draw thicker than at rest.
+    const edge = page.locator('.react-flow__edge[data-id="payments->byCard"]');
+    await expect.poll(async () => (await edge.textContent()) ?? "", { timeout: 10_000 }).toMatch(/\d+\/s/);
+    const width = await edge.locator(".react-flow__edge-path").evaluate((el) => Number.parseFloat(getComputedStyle(el).strokeWidth));
+    expect(width).toBeGreaterThan(1.5);
+
+    await page.screenshot({ path: artifactPath("live-canvas.png") });
+    expect(browser.externalRequests).toEqual([]);
+  });
+
+  it("lists completed checkpoints in the Operations tab, and stops the deployment", async () => {
+    const { page } = browser;
+    await page.getByTestId("tab-operations").click();
+    const panel = page.getByTestId("operations-panel");
+    await panel.waitFor({ state: "visible" });
+    await panel.locator('tr[data-status="completed"]').first().waitFor({ state: "visible", timeout: 30_000 });
+    expect(await page.getByTestId("job-status").textContent()).toBe("running");
+    await page.getByTestId("checkpoint-chart").locator("canvas").first().waitFor({ state: "visible" });
+    // More come every 2 s.
+    await expect.poll(() => panel.locator('tr[data-status="completed"]').count(), { timeout: 20_000 }).toBeGreaterThan(1);
+    expect(await page.getByTestId("checkpoint-slow-warning").count()).toBe(0);
+    await page.screenshot({ path: artifactPath("live-operations.png") });
+
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.getByTestId("job-stop").click();
+    await expect.poll(async () => (await page.getByTestId("stop-result").textContent().catch(() => "")) ?? "", { timeout: 60_000 }).toMatch(/stopped after checkpoint \d+/);
+    // No running deployment: the canvas is a designer again.
+    await page.getByTestId("live-payments").waitFor({ state: "detached", timeout: 15_000 });
+    await page.getByTestId("operations-empty").waitFor({ state: "visible" });
+    await page.screenshot({ path: artifactPath("live-stopped.png") });
+  });
+});
