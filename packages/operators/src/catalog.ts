@@ -13,7 +13,7 @@ import { keyBySpec } from "./operators/keyBy/keyBy";
 import { mapSpec } from "./operators/map/map";
 import { unionSpec } from "./operators/union/union";
 // windows
-import { windowHoppingSpec, windowSessionSpec, windowTumblingSpec } from "./operators/windows";
+import { windowCombineSpec, windowHoppingSpec, windowSessionSpec, windowTumblingSpec } from "./operators/windows";
 // fraud patterns
 import { dailyTotalSpec } from "./operators/dailyTotal/dailyTotal";
 import { dedupSpec } from "./operators/dedup/dedup";
@@ -47,6 +47,7 @@ export const catalog = [
   windowTumblingSpec,
   windowHoppingSpec,
   windowSessionSpec,
+  windowCombineSpec,
   // fraud patterns
   velocitySpec,
   dedupSpec,

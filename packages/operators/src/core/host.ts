@@ -114,6 +114,8 @@ class HostContext implements ProcessContext, TimerService, RuntimeContext, KeySc
   key: Key | undefined = undefined;
   timestamp = MIN_WATERMARK;
   watermark = MIN_WATERMARK;
+  /** The TTL clock (see state/handles.ts): the watermark, or the time of the event-time timer firing. */
+  ttlTime = MIN_WATERMARK;
   inputPort = "in";
   processingTime: number;
   readonly timerService: TimerService = this;
@@ -314,6 +316,7 @@ export class OperatorHost {
     // As Flink's timer service: the new watermark is current while its timers fire.
     ctx.watermark = watermark;
     this.fireTimers(this.eventTimers, watermark, "event");
+    ctx.ttlTime = watermark;
     ctx.key = undefined;
     ctx.timestamp = watermark;
     ctx.inputPort = "in";
@@ -337,9 +340,11 @@ export class OperatorHost {
       return;
     }
     const ctx = this.ctx;
+    const eventTime = domain === "event";
     queue.fireUpTo(upTo, (key, namespace, time) => {
       ctx.key = key;
       ctx.timestamp = time;
+      if (eventTime) ctx.ttlTime = time;
       ctx.inputPort = "in";
       op.onTimer?.({ key, time, domain, namespace }, ctx);
     });
@@ -452,6 +457,7 @@ export class OperatorHost {
       this.channelWatermarks.fill(snap.watermark);
     }
     this.ctx.watermark = snap.watermark;
+    this.ctx.ttlTime = snap.watermark;
     this.ctx.processingTime = Math.max(this.ctx.processingTime, snap.processingTime);
     this.recordsIn = snap.counters.recordsIn;
     this.recordsOut = snap.counters.recordsOut;

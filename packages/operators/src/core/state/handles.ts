@@ -1,9 +1,15 @@
 // State handles (value, list, map) scoped to the current key, with Flink-style state TTL.
 // TTL runs on event time, not the wall clock, so that a replay expires exactly the same state:
+//   - the TTL clock is the operator's current watermark, except while an event-time timer fires:
+//     then it is the timer's time. A watermark advance fires many timers under one new watermark,
+//     and at end of input that watermark is +∞: judged against it, every entry would be expired
+//     (stamp + ttl <= ∞), so a value written by one end-of-input timer would be invisible to the
+//     next. Active cleanup still runs at the watermark itself, so end of input frees everything;
 //   - an entry's stamp is the event time of the record or timer that wrote (or, with
-//     onReadAndWrite, read) it, but never below the current watermark, so a late record's write
-//     does not start out already expired;
-//   - an entry is expired once stamp + ttlMs <= the operator's current watermark. Expired
+//     onReadAndWrite, read) it, but never below the TTL clock, so a late record's write does not
+//     start out already expired, and never below its previous stamp: a write stamped earlier
+//     (an out-of-order record) does not shorten what an earlier write promised;
+//   - an entry is expired once stamp + ttlMs <= the TTL clock. Expired
 //     entries are never returned (lazy expiry on access); the ExpiryIndex also removes them
 //     actively as the watermark advances, so keys that are never seen again free their memory.
 // As in Flink, list state expires per element and map state per map entry.
@@ -18,8 +24,13 @@ export interface KeyScope {
   key: Key | undefined;
   /** Event time of the record or timer being processed. */
   timestamp: number;
-  /** The operator's current watermark: the TTL clock. */
+  /** The operator's current watermark. */
   watermark: number;
+  /**
+   * The TTL clock: the watermark, except while an event-time timer fires, when it is the timer's
+   * time (never +∞ while timers fire at end of input). The host keeps it.
+   */
+  ttlTime: number;
 }
 
 /** A TTL'd entry in stored form (Flink's TtlValue): the value and its last-access stamp. */
@@ -36,7 +47,12 @@ function currentKey(scope: KeyScope, stateName: string): Key {
   return k;
 }
 
-const stampOf = (scope: KeyScope): number => (scope.timestamp > scope.watermark ? scope.timestamp : scope.watermark);
+const stampOf = (scope: KeyScope): number => (scope.timestamp > scope.ttlTime ? scope.timestamp : scope.ttlTime);
+/** A rewrite keeps the later of the old and the new stamp (stamps only move expiry later). */
+const restamp = (old: number, scope: KeyScope): number => {
+  const t = stampOf(scope);
+  return t > old ? t : old;
+};
 
 // ---- Expiry index (active TTL cleanup) --------------------------------------------------------
 
@@ -232,7 +248,7 @@ abstract class TtlHandle<S> implements TtlTableCleaner {
   }
 
   protected expired(stamp: number): boolean {
-    return stamp + this.ttlMs <= this.scope.watermark;
+    return stamp + this.ttlMs <= this.scope.ttlTime;
   }
 
   protected track(key: Key): void {
@@ -254,7 +270,7 @@ export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueSta
       return undefined;
     }
     if (this.refreshOnRead) {
-      e.t = stampOf(this.scope);
+      e.t = restamp(e.t, this.scope);
       this.table.put(k, e);
     }
     return e.v;
@@ -263,11 +279,10 @@ export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueSta
     if (value === undefined) throw new Error(`node "${this.scope.nodeId}": value state "${this.table.name}" cannot hold undefined; call clear() instead`);
     const k = currentKey(this.scope, this.table.name);
     const e = this.table.get(k);
-    const t = stampOf(this.scope);
-    if (e === undefined) this.table.put(k, { v: value, t });
+    if (e === undefined) this.table.put(k, { v: value, t: stampOf(this.scope) });
     else {
       e.v = value;
-      e.t = t;
+      e.t = restamp(e.t, this.scope);
       this.table.put(k, e);
     }
     this.track(k);
@@ -381,11 +396,11 @@ export class TtlMapState<V> extends TtlHandle<Map<string, TtlEntry<V>>> implemen
   }
   put(mapKey: string, value: V): void {
     const k = currentKey(this.scope, this.table.name);
-    const e = { v: value, t: stampOf(this.scope) };
     const m = this.table.get(k);
-    if (m === undefined) this.table.put(k, new Map([[mapKey, e]]));
+    if (m === undefined) this.table.put(k, new Map([[mapKey, { v: value, t: stampOf(this.scope) }]]));
     else {
-      m.set(mapKey, e);
+      const old = m.get(mapKey);
+      m.set(mapKey, { v: value, t: old === undefined ? stampOf(this.scope) : restamp(old.t, this.scope) });
       this.table.put(k, m);
     }
     this.track(k);

@@ -193,6 +193,76 @@ describe("state TTL (event time: stamp = max(record time, watermark); expired on
   });
 });
 
+/**
+ * Counts timer firings per key in TTL'd value state: each record registers event-time timers at
+ * `at` (ms); each firing increments the count and emits it. The end-of-input probe.
+ */
+const timerCounter = defineOperator({
+  type: "test.timerCounter",
+  version: 1,
+  category: "custom",
+  title: "timer counter",
+  summary: "",
+  docs: "",
+  params: z.object({ ttlMs: z.number() }),
+  inputs: [{ id: "in", label: "in", accepts: ["keyed"] }],
+  outputs: [{ id: "out", label: "out", kind: "keyed" }],
+  requiresKeyedInput: true,
+  stateful: true,
+  create(p) {
+    let n!: ValueState<number>;
+    let seen!: MapState<number>;
+    return {
+      open(ctx) {
+        n = ctx.getValueState(valueState<number>("n", { ttlMs: p.ttlMs }));
+        seen = ctx.getMapState(mapState<number>("seen", { ttlMs: p.ttlMs }));
+      },
+      processElement(rec, ctx) {
+        for (const t of (rec.value as { at: number[] }).at) ctx.timerService.registerEventTimeTimer(t);
+      },
+      onTimer(timer, ctx) {
+        const c = (n.value() ?? 0) + 1;
+        n.update(c);
+        seen.put(String(timer.time), c);
+        ctx.output({ time: timer.time, count: c, seen: [...seen.keys()].length });
+      },
+    };
+  },
+});
+
+describe("state TTL while timers fire (the TTL clock is the firing timer's time, not the new watermark)", () => {
+  it("at end of input (+∞), a value written by one timer is visible to the next (regression: counts were 1, 1)", () => {
+    const h = OperatorTestHarness.forSpec(timerCounter, { ttlMs: 100 }, { keyed: true });
+    h.processElement({ at: [1_000, 1_050] }, 900, "a");
+    h.endOfInput();
+    expect(h.takeOutput().map((o) => o.value)).toEqual([
+      { time: 1_000, count: 1, seen: 1 },
+      { time: 1_050, count: 2, seen: 2 },
+    ]);
+    // After end of input, active cleanup at +∞ still frees everything.
+    expect(h.stateStats()).toMatchObject({ keys: 0, stateEntries: 0, timers: 0 });
+  });
+
+  it("still expires between timers of one advance by their own times, and a jump of the watermark does not expire state a timer is about to read", () => {
+    const h = OperatorTestHarness.forSpec(timerCounter, { ttlMs: 100 }, { keyed: true });
+    h.processElement({ at: [1_000, 1_099, 1_300] }, 1_000, "a");
+    h.processWatermark(10_000); // one advance far past every stamp + ttl
+    // 1_000 → 1; 1_099: stamp 1_000 + 100 > 1_099, live → 2; 1_300: stamp 1_099 + 100 <= 1_300, expired → 1.
+    expect(h.takeOutput().map((o) => o.value.count)).toEqual([1, 2, 1]);
+    expect(h.stateStats()).toMatchObject({ keys: 0, stateEntries: 0 });
+  });
+
+  it("a write stamped earlier (an out-of-order record) does not shorten an entry's life", () => {
+    const h = OperatorTestHarness.forSpec(scripted, { ttlMs: 100 }, { keyed: true });
+    h.processElement(cmd("set", { x: 1 }), 2_000, "a");
+    h.processElement(cmd("set", { x: 2 }), 1_000, "a"); // on time (watermark −∞), stamped 1_000 < 2_000
+    h.processElement(cmd("put", { mk: "m", x: 1 }), 2_000, "a").processElement(cmd("put", { mk: "m", x: 2 }), 1_000, "a");
+    h.processWatermark(1_500).processElement(cmd("get"), 1_501, "a").processElement(cmd("mget", { mk: "m" }), 1_501, "a");
+    h.processWatermark(2_100).processElement(cmd("get"), 2_101, "a");
+    expect(gets(h)).toEqual([2, 2, "undefined"]);
+  });
+});
+
 describe("HeapKeyedStateBackend", () => {
   it("snapshots deterministically, whatever the insertion order, and restores a key-group subset", () => {
     const a = new HeapKeyedStateBackend();

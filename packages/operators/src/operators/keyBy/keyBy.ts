@@ -15,7 +15,7 @@ export const keyByParams = z.strictObject({
     .int({ error: "must be a whole number of sub-keys, e.g. 8" })
     .min(1, { error: "must be at least 1 (the number of sub-keys per key)" })
     .optional()
-    .describe("Hot keys: split each key into this many sub-keys `<value>#0` … `<value>#<salt−1>` so one busy key spreads over several subtasks; results per sub-key must then be combined by a second keyBy on the original field"),
+    .describe("Hot keys: split each key into this many sub-keys `<value>#0` … `<value>#<salt−1>` so one busy key spreads over several subtasks; results per sub-key must then be combined: a window with `partial: true`, then `keyBy { field: \"key\" }` and `window.combine`"),
   saltBy: fieldName()
     .optional()
     .describe("With salt: the field whose value picks the sub-key (e.g. `txId`), so the choice is stable per value; unset: a hash of the whole record"),
@@ -55,7 +55,9 @@ and give stateful operators a TTL. The validator warns about this.
 **Hot keys.** A key much busier than the rest (a marketplace merchant, \`country\`) lands on one subtask. With
 \`salt: n\` each key becomes \`<value>#<i>\`, i in 0…n−1, chosen by a hash of \`saltBy\` (or of the whole record),
 so its load spreads over up to n subtasks. Salting changes what "per key" means: aggregate per sub-key first
-(e.g. a window count), then **combine**: key by the original field again and sum the partial results.
+(e.g. a window count), then **combine**: a tumbling or hopping window with \`partial: true\` emits each sub-key's
+mergeable partial under the original key; \`keyBy { field: "key" }\` and \`window.combine\` merge them into the
+unsalted result (two-stage, local-global aggregation).
 
 Records whose field is missing, null, an object or an array go to \`errors\` with the reason.`,
   params: keyByParams,

@@ -16,7 +16,7 @@ import {
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
-import { EVIDENCE_CAP, evidenceOf, ID_FIELD_DESCRIPTION, type EvidenceRef } from "../shared/evidence";
+import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } from "../shared/evidence";
 import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
 
@@ -66,8 +66,8 @@ threshold emits, so downstream can act on each transaction.
 
 **State.** Per key, one entry: the timestamps and ids of the records inside the window (plus, in \`ordered\` mode,
 those waiting for the watermark). A cleanup timer at *last record + windowMs* frees a silent key: once the watermark
-is there, no on-time record can reach those timestamps. That is exact and earlier than the seeds' TTL of 2 × windowMs,
-so silent cards hold nothing.
+is there, no on-time record can reach those timestamps. That is exact and earlier than the state TTL of 2 × windowMs
+(event time) the entry also carries, as the seeds prescribe, so silent cards hold nothing.
 
 **Pitfalls.** State grows with the records per key per window: a 24 h window over a card doing thousands of
 transactions a day keeps thousands of entries for it. A threshold of 1 alerts on every record.`,
@@ -79,7 +79,7 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
   ],
   requiresKeyedInput: true,
   stateful: true,
-  stateRetention: (params) => ({ windowMs: params.windowMs, freedByTimers: true }),
+  stateRetention: (params) => ({ ttlMs: 2 * params.windowMs, windowMs: params.windowMs, freedByTimers: true }),
   check(params, ctx): ParamIssue[] {
     const issues = fieldParamIssues(ctx, [{ param: "idField", field: params.idField, severity: "warning", consequence: "evidence will cite records by timestamp only" }]);
     if (params.threshold === 1) issues.push({ severity: "warning", param: "threshold", message: "a threshold of 1 alerts on every record" });
@@ -101,13 +101,26 @@ interface KeyWindow extends JsonObject {
   ts: number[];
   /** Their ids for the evidence (null when a record has none), parallel to `ts`. */
   ids: Array<string | number | null>;
-  /** `ordered` mode: records waiting for the watermark, unsorted. */
-  pending: PendingRecord[];
+  /**
+   * `ordered` mode: timestamps of the records waiting for the watermark, unsorted (arrival order);
+   * null when none waits. Two parallel arrays rather than an object per record: one allocation
+   * less per record, and none at all for a key's first waiting record after the arrays exist.
+   */
+  pendingTs: number[] | null;
+  /** Their values, parallel to `pendingTs`. */
+  pendingValues: JsonObject[] | null;
   /** When the registered cleanup timer fires; null when none is registered. */
   cleanupAt: number | null;
 }
 
-const emptyWindow = (): KeyWindow => ({ ts: [], ids: [], pending: [], cleanupAt: null });
+const emptyWindow = (): KeyWindow => ({ ts: [], ids: [], pendingTs: null, pendingValues: null, cleanupAt: null });
+
+/** Drops the first `n` elements in place (splice would allocate an array of the removed ones). */
+function dropFirst<T>(a: T[], n: number): void {
+  const len = a.length;
+  for (let i = n; i < len; i++) a[i - n] = a[i] as T;
+  a.length = len - n;
+}
 
 /** Namespace of the timers that release `ordered` records once the watermark passes them. */
 const RELEASE_TIMER = "release";
@@ -119,9 +132,9 @@ abstract class VelocityBase implements Operator {
   constructor(protected readonly params: VelocityParams) {}
 
   open(ctx: RuntimeContext): void {
-    // No state TTL: the engine's event-time TTL expires every entry at watermark +∞, so records
-    // released by end of input would lose their window. The cleanup timer frees keys exactly.
-    this.state = ctx.getValueState(valueState<KeyWindow>("velocity"));
+    // State TTL 2 × windowMs, as the seeds prescribe, beside the cleanup timer (which frees a silent
+    // key exactly and earlier). Timers judge TTL at their own time, so end of input (+∞) loses nothing.
+    this.state = ctx.getValueState(valueState<KeyWindow>("velocity", { ttlMs: 2 * this.params.windowMs }));
   }
 
   abstract processElement(record: StreamRecord, ctx: ProcessContext): void;
@@ -157,7 +170,7 @@ abstract class VelocityBase implements Operator {
 
   /** Writes the key's state back, or frees the key when nothing is left. */
   protected store(w: KeyWindow): void {
-    if (w.ts.length === 0 && w.pending.length === 0 && w.cleanupAt === null) this.state.clear();
+    if (w.ts.length === 0 && w.pendingTs === null && w.cleanupAt === null) this.state.clear();
     else this.state.update(w);
   }
 
@@ -169,7 +182,9 @@ abstract class VelocityBase implements Operator {
       const t = w.ts[i] as number;
       refs.push(id === null || id === undefined ? { ts: t } : { id, ts: t });
     }
-    ctx.output({ key: ctx.key ?? null, ts, count: to - from, event: value, evidence: evidenceOf(refs, to - from) }, ts);
+    // refs is fresh and already capped: it becomes the evidence as is (evidenceOf would copy it).
+    const evidence: Evidence = { records: refs, total: to - from };
+    ctx.output({ key: ctx.key ?? null, ts, count: to - from, event: value, evidence }, ts);
   }
 }
 
@@ -181,7 +196,13 @@ class OrderedVelocity extends VelocityBase {
       return;
     }
     const w = this.state.value() ?? emptyWindow();
-    w.pending.push({ ts: record.timestamp, value: record.value });
+    if (w.pendingTs === null || w.pendingValues === null) {
+      w.pendingTs = [record.timestamp];
+      w.pendingValues = [record.value];
+    } else {
+      w.pendingTs.push(record.timestamp);
+      w.pendingValues.push(record.value);
+    }
     this.state.update(w);
     ctx.timerService.registerEventTimeTimer(record.timestamp, RELEASE_TIMER);
   }
@@ -191,18 +212,35 @@ class OrderedVelocity extends VelocityBase {
     const w = this.state.value();
     if (w === undefined) return;
     // Release first: a record at exactly the cleanup time is on time and must see the window.
-    const only = w.pending.length === 1 ? w.pending[0] : undefined;
-    if (only !== undefined && only.ts <= timer.time) {
-      // The common case (one record per key and timestamp): no partitioning, no sorting.
-      w.pending = [];
-      this.count(w, [only], ctx);
-    } else if (w.pending.length > 1) {
-      const due: PendingRecord[] = [];
-      const rest: PendingRecord[] = [];
-      for (const r of w.pending) (r.ts <= timer.time ? due : rest).push(r);
-      if (due.length > 0) {
-        w.pending = rest;
-        this.count(w, sortPending(due), ctx);
+    const pts = w.pendingTs;
+    const pvs = w.pendingValues;
+    if (pts !== null && pvs !== null) {
+      if (pts.length === 1) {
+        const ts = pts[0] as number;
+        if (ts <= timer.time) {
+          // The common case (one record per key and timestamp): no partitioning, no sorting, no allocation.
+          w.pendingTs = null;
+          w.pendingValues = null;
+          this.countGroup(w, ts, pvs, 0, 1, ctx);
+          this.ensureCleanup(w, ctx);
+        }
+      } else {
+        const due: PendingRecord[] = [];
+        const restTs: number[] = [];
+        const restValues: JsonObject[] = [];
+        for (let i = 0; i < pts.length; i++) {
+          const ts = pts[i] as number;
+          if (ts <= timer.time) due.push({ ts, value: pvs[i] as JsonObject });
+          else {
+            restTs.push(ts);
+            restValues.push(pvs[i] as JsonObject);
+          }
+        }
+        if (due.length > 0) {
+          w.pendingTs = restTs.length > 0 ? restTs : null;
+          w.pendingValues = restTs.length > 0 ? restValues : null;
+          this.count(w, sortPending(due), ctx);
+        }
       }
     }
     if (timer.namespace === CLEANUP_TIMER && w.cleanupAt === timer.time) this.cleanup(w, timer.time, ctx);
@@ -211,27 +249,34 @@ class OrderedVelocity extends VelocityBase {
 
   /** Counts released records (sorted), one group of equal timestamps at a time. */
   private count(w: KeyWindow, due: readonly PendingRecord[], ctx: ProcessContext): void {
+    const values = due.map((r) => r.value);
     for (let i = 0; i < due.length; ) {
       const ts = (due[i] as PendingRecord).ts;
       let j = i;
       while (j < due.length && (due[j] as PendingRecord).ts === ts) j++;
-      // Records come here in timestamp order, so the window is sorted and eviction is a prefix.
-      let first = 0;
-      while (first < w.ts.length && (w.ts[first] as number) <= ts - this.params.windowMs) first++;
-      if (first > 0) {
-        w.ts.splice(0, first);
-        w.ids.splice(0, first);
-      }
-      for (let k = i; k < j; k++) {
-        w.ts.push(ts);
-        w.ids.push(this.idOf((due[k] as PendingRecord).value));
-      }
-      if (w.ts.length >= this.params.threshold) {
-        for (let k = i; k < j; k++) this.alert((due[k] as PendingRecord).value, ts, w, 0, w.ts.length, ctx);
-      }
+      this.countGroup(w, ts, values, i, j, ctx);
       i = j;
     }
     this.ensureCleanup(w, ctx);
+  }
+
+  /** Counts the records values[from..to), all at `ts` (later than every entry of the window's), together. */
+  private countGroup(w: KeyWindow, ts: number, values: readonly JsonObject[], from: number, to: number, ctx: ProcessContext): void {
+    // Records come here in timestamp order, so the window is sorted and eviction is a prefix.
+    const horizon = ts - this.params.windowMs;
+    let first = 0;
+    while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
+    if (first > 0) {
+      dropFirst(w.ts, first);
+      dropFirst(w.ids, first);
+    }
+    for (let k = from; k < to; k++) {
+      w.ts.push(ts);
+      w.ids.push(this.idOf(values[k] as JsonObject));
+    }
+    if (w.ts.length >= this.params.threshold) {
+      for (let k = from; k < to; k++) this.alert(values[k] as JsonObject, ts, w, 0, w.ts.length, ctx);
+    }
   }
 }
 
@@ -250,8 +295,8 @@ class EagerVelocity extends VelocityBase {
     let first = 0;
     while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
     if (first > 0) {
-      w.ts = w.ts.slice(first);
-      w.ids = w.ids.slice(first);
+      dropFirst(w.ts, first);
+      dropFirst(w.ids, first);
     }
     // Insert after every entry at or before ts: sorted by timestamp, arrival order among equals.
     let at = w.ts.length;

@@ -3,3 +3,4 @@ export { windowTumblingSpec, windowTumblingParams, type WindowTumblingParams } f
 export { windowHoppingSpec, windowHoppingParams, type WindowHoppingParams } from "./window.hopping";
 export { windowSessionSpec, windowSessionParams, type WindowSessionParams } from "./window.session";
 export { AGGREGATE_OPS, aggregateParams, type AggregateOp, type AggregateParams } from "./aggregate";
+export { windowCombineSpec, windowCombineParams, unsaltedKey, type WindowCombineParams } from "./combine";

@@ -9,6 +9,7 @@ import { valueState, type Operator, type ProcessContext, type RuntimeContext, ty
 import { errorRecord } from "../side-outputs";
 import { aggregateFunction, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
+import { partialRecord } from "./combine";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
 /**
@@ -48,6 +49,8 @@ export class SlicedWindowOperator implements Operator {
     slideMs: number,
     aggregate: AggregateParams,
     private readonly allowedLatenessMs: number,
+    /** Stage 1 of a two-stage aggregation: emit the mergeable accumulator (see combine.ts). */
+    private readonly partial = false,
   ) {
     this.assigner = new SliceAssigner(sizeMs, slideMs);
     this.agg = aggregateFunction(aggregate);
@@ -186,6 +189,10 @@ export class SlicedWindowOperator implements Operator {
       found = true;
     }
     if (!found) return;
+    if (this.partial) {
+      ctx.output(partialRecord(ctx.key as string, start, end, agg, scratch), end - 1);
+      return;
+    }
     ctx.output({ key: ctx.key as string, windowStart: start, windowEnd: end, value: agg.result(scratch) }, end - 1);
   }
 }

@@ -6,6 +6,7 @@ import { defineOperator, type ParamIssue } from "../../core/spec";
 import { durationMs, formatDuration } from "../../pipeline/durations";
 import { gcd } from "./assigners";
 import { aggregateParams, AGGREGATE_DOCS, allowedLatenessParam, checkAggregateField, LATENESS_DOCS, WINDOW_OUTPUT_FIELDS, windowInputs, windowOutputs } from "./params";
+import { PARTIAL_DOCS, PARTIAL_OUTPUT_FIELDS, partialParam } from "./combine";
 import { SlicedWindowOperator } from "./sliced-window";
 
 export const windowHoppingParams = z.strictObject({
@@ -13,6 +14,7 @@ export const windowHoppingParams = z.strictObject({
   slideMs: durationMs().describe("How often a new window starts (ms, or e.g. \"1m\"); windows start at multiples of it since the epoch. Usually divides sizeMs"),
   aggregate: aggregateParams,
   allowedLatenessMs: allowedLatenessParam(),
+  partial: partialParam(),
 });
 export type WindowHoppingParams = z.infer<typeof windowHoppingParams>;
 
@@ -39,6 +41,8 @@ ${AGGREGATE_DOCS}
 
 ${LATENESS_DOCS}
 
+${PARTIAL_DOCS}
+
 **Output volume.** A key emits a result every \`slideMs\` for as long as its last record is within \`sizeMs\`:
 a 1 h / 1 s hop emits 3600 results per record on a quiet key. With \`slideMs\` larger than \`sizeMs\` the windows
 have gaps, and records falling between windows are in no window.`,
@@ -47,7 +51,7 @@ have gaps, and records falling between windows are in no window.`,
   outputs: windowOutputs,
   requiresKeyedInput: true,
   stateful: true,
-  outputFields: () => WINDOW_OUTPUT_FIELDS,
+  outputFields: (p) => (p.partial === true ? PARTIAL_OUTPUT_FIELDS : WINDOW_OUTPUT_FIELDS),
   stateRetention: (p) => ({ windowMs: p.sizeMs + p.allowedLatenessMs, freedByTimers: true }),
   check: (p, ctx) => {
     const issues: ParamIssue[] = checkAggregateField(p.aggregate, ctx);
@@ -62,5 +66,5 @@ have gaps, and records falling between windows are in no window.`,
     }
     return issues;
   },
-  create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.slideMs, p.aggregate, p.allowedLatenessMs),
+  create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.slideMs, p.aggregate, p.allowedLatenessMs, p.partial === true),
 });

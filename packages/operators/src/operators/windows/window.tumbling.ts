@@ -4,12 +4,14 @@ import { z } from "zod";
 import { defineOperator } from "../../core/spec";
 import { durationMs } from "../../pipeline/durations";
 import { aggregateParams, AGGREGATE_DOCS, allowedLatenessParam, checkAggregateField, LATENESS_DOCS, WINDOW_OUTPUT_FIELDS, windowInputs, windowOutputs } from "./params";
+import { PARTIAL_DOCS, PARTIAL_OUTPUT_FIELDS, partialParam } from "./combine";
 import { SlicedWindowOperator } from "./sliced-window";
 
 export const windowTumblingParams = z.strictObject({
   sizeMs: durationMs().describe("Window length (ms, or e.g. \"1m\", \"1h\"); windows are aligned to the epoch: [k·size, (k+1)·size) in UTC"),
   aggregate: aggregateParams,
   allowedLatenessMs: allowedLatenessParam(),
+  partial: partialParam(),
 });
 export type WindowTumblingParams = z.infer<typeof windowTumblingParams>;
 
@@ -27,6 +29,8 @@ ${AGGREGATE_DOCS}
 
 ${LATENESS_DOCS}
 
+${PARTIAL_DOCS}
+
 **State.** Per key, one accumulator per window not yet purged (usually one; a few under out-of-order input)
 and one timer.`,
   params: windowTumblingParams,
@@ -34,8 +38,8 @@ and one timer.`,
   outputs: windowOutputs,
   requiresKeyedInput: true,
   stateful: true,
-  outputFields: () => WINDOW_OUTPUT_FIELDS,
+  outputFields: (p) => (p.partial === true ? PARTIAL_OUTPUT_FIELDS : WINDOW_OUTPUT_FIELDS),
   stateRetention: (p) => ({ windowMs: p.sizeMs + p.allowedLatenessMs, freedByTimers: true }),
   check: (p, ctx) => checkAggregateField(p.aggregate, ctx),
-  create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.sizeMs, p.aggregate, p.allowedLatenessMs),
+  create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.sizeMs, p.aggregate, p.allowedLatenessMs, p.partial === true),
 });
