@@ -70,7 +70,20 @@ describe("enrich.temporal", () => {
     );
   });
 
-  orderedOperatorProperties(enrichTemporalSpec, paramsArb, events, {
+  // Two versions of one reference key with the same valid-from time are a correction: the later
+  // arrival replaces the earlier (see the model), so their arrival order is meaningful by design.
+  // Order invariance is a property of streams without such ties.
+  const eventsWithoutTiedVersions = events.map((list) => {
+    const seen = new Set<string>();
+    return list.filter((e) => {
+      if (e.port !== "reference") return true;
+      const version = `${String(e.value.id)}@${e.ts}`;
+      if (seen.has(version)) return false;
+      seen.add(version);
+      return true;
+    });
+  });
+  orderedOperatorProperties(enrichTemporalSpec, paramsArb, eventsWithoutTiedVersions, {
     bound: BOUND,
     it,
     expectEqual: (a, b) => expect(a).toEqual(b),
