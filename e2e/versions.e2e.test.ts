@@ -4,67 +4,13 @@
 // alerts, with counts on the canvas and the sample records behind each alert. The expression
 // editors: Monaco's CEL with the engine's markers and field completion, and process.custom in
 // TypeScript with the context API's types.
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
-import { apiClient, artifactLog, artifactPath, launchBrowser, startWebApp, type TestBrowser, type WebApp } from "./support";
+import { apiClient, artifactPath, launchBrowser, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** The runner service (`keyflow serve`) on a free port, with throwaway checkpoint and data folders. */
-async function startRunner(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "keyflow-e2e-runner-"));
-  const { log } = artifactLog("versions-runner.log");
-  const child: ChildProcess = spawn(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "serve"], {
-    cwd: REPO,
-    env: { ...process.env, RUNNER_PORT: String(port), RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: "" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  child.stdout?.on("data", (b: Buffer) => log(b.toString().trimEnd()));
-  child.stderr?.on("data", (b: Buffer) => log(b.toString().trimEnd()));
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the runner exited with ${child.exitCode} (log: e2e/artifacts/versions-runner.log)`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error("the runner did not answer /healthz within 60 s");
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return {
-    url,
-    async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once("exit", r));
-        child.kill("SIGTERM");
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-        if (child.exitCode === null) child.kill("SIGKILL");
-      }
-      fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 function velocityRule(name: string, threshold: number): PipelineDocumentInput {
   return {
@@ -95,7 +41,7 @@ const EXPECTED_ALERTS = 2;
 
 describe("versions, diff and dry run", () => {
   let app: WebApp;
-  let runner: { url: string; stop: () => Promise<void> };
+  let runner: TestRunner;
   let browser: TestBrowser;
   const name = `e2e-versions-${Date.now().toString(36)}`;
   let pipelineId = "";
@@ -103,7 +49,7 @@ describe("versions, diff and dry run", () => {
 
   beforeAll(async () => {
     fs.writeFileSync(sampleFile, SAMPLE);
-    runner = await startRunner();
+    runner = await startRunner("versions");
     app = await startWebApp({ name: "versions", env: { RUNNER_URL: runner.url } });
     browser = await launchBrowser();
   });

@@ -2,3 +2,4 @@ export * from "./api";
 export * from "./artifacts";
 export * from "./browser";
 export * from "./web-app";
+export * from "./runner";

@@ -211,6 +211,9 @@ function PipelineArea({
   const single = useEditorState((s) => (s.selection.nodes.length === 1 && s.selection.edges.length === 0 ? s.selection.nodes[0] : undefined));
   const { inspectorRequest } = useEditorUi();
   const [tab, setTab] = useState<SideTab>("document");
+  // Kept here, above the switch between the live and the plain canvas, so that stopping the
+  // deployment (which unmounts the live subtree) does not lose the result it reports.
+  const [stopResult, setStopResult] = useState<string | null>(null);
   // Selecting a node (or asking for one) shows it in the inspector.
   useEffect(() => {
     if (single !== undefined) setTab("inspector");
@@ -234,7 +237,7 @@ function PipelineArea({
       ? [
           { id: "history" as const, label: "History", render: () => <VersionHistory /> },
           { id: "dryrun" as const, label: "Dry run", render: () => <DryRunPanel /> },
-          { id: "operations" as const, label: "Operations", render: () => <OperationsPanel pipeline={tools.pipeline} /> },
+          { id: "operations" as const, label: "Operations", render: () => <OperationsPanel pipeline={tools.pipeline} stopResult={stopResult} onStopped={setStopResult} /> },
         ]
       : []),
   ];

@@ -3,7 +3,6 @@
 // history (from the runner, with a chart of duration and size and a warning when a checkpoint takes
 // more than 80 % of the pipeline's timeout), and job controls (stop, with the result).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
 import { formatBytes, formatDuration } from "../../live/format";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
@@ -25,10 +24,10 @@ function time(at: number): string {
   return new Date(at).toLocaleTimeString("en-GB", { hour12: false });
 }
 
-export function OperationsPanel({ pipeline }: { pipeline: PipelineDetail }) {
+/** `stopResult` lives with the caller: stopping a deployment unmounts the live canvas around this panel. */
+export function OperationsPanel({ pipeline, stopResult: stopped, onStopped: setStopped }: { pipeline: PipelineDetail; stopResult: string | null; onStopped: (message: string) => void }) {
   const deployment = runningDeployment(pipeline);
   const versionNumber = deployment ? pipeline.versions.find((v) => v.id === deployment.versionId)?.number : undefined;
-  const [stopped, setStopped] = useState<string | null>(null);
   return (
     <div className="kf-ops" data-testid="operations-panel">
       {stopped ? (
