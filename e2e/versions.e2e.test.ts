@@ -204,10 +204,20 @@ describe("versions, diff and dry run", () => {
     await cel.locator(".squiggly-error").first().waitFor({ state: "attached" });
     // The draft took the edit: the validator (same checker) reports the unknown field on the node.
     await expect.poll(() => page.getByTestId("param-error-expression").first().textContent(), { timeout: 10_000 }).toContain('unknown field "contry"');
-    // Completion offers the declared fields.
-    await page.keyboard.press("Control+Space");
+    // Completion offers the declared fields. The validation round trip above re-renders the
+    // inspector, so focus the editor again (as a person would) and ask until the list shows.
     const suggest = page.locator(".suggest-widget .monaco-list-row");
-    await suggest.first().waitFor({ state: "visible" });
+    await expect
+      .poll(
+        async () => {
+          await cel.locator(".view-lines").click();
+          await page.keyboard.press("End");
+          await page.keyboard.press("Control+Space");
+          return suggest.first().isVisible();
+        },
+        { timeout: 30_000, interval: 1_000 },
+      )
+      .toBe(true);
     const labels = await suggest.allTextContents();
     expect(labels.join(" ")).toContain("country");
     await page.screenshot({ path: artifactPath("versions-cel.png") });
