@@ -193,7 +193,7 @@ describe("versions, diff and dry run", () => {
     await cel.locator(".monaco-editor .view-lines").waitFor({ state: "visible" });
     await expect.poll(async () => ((await cel.locator(".view-lines").textContent()) ?? "").replace(/\u00a0/g, " ")).toBe("amount > 1000");
     // Syntax colours from the CEL tokenizer: the field and the number are separate tokens.
-    expect(await cel.locator(".view-lines span span").count()).toBeGreaterThanOrEqual(3);
+    await expect.poll(() => cel.locator(".view-lines span span").count(), { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
 
     // Type an unknown field: the engine's checker marks it inline (a squiggle) and names the near one.
     await cel.locator(".view-lines").click();
