@@ -22,6 +22,7 @@ export { catalog, getOperatorSpec, indexCatalog, isOperatorType, operatorTypes, 
 // ---- Pipelines: the document, durations, the validator ----
 export * from "./pipeline/document";
 export * from "./pipeline/durations";
+export * from "./pipeline/json-location";
 export {
   canConnect,
   formatIssue,

@@ -3,8 +3,7 @@
 // print, never throws for a user's mistake.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { formatIssue, validatePipeline, type PipelineDocument } from "@keyflow/operators";
-import { parseJsonWithLocation } from "./json-location";
+import { formatIssue, parseJsonWithLocation, validatePipeline, type PipelineDocument } from "@keyflow/operators";
 
 export type LoadedPipeline =
   | { ok: true; doc: PipelineDocument; file: string; baseDir: string; warnings: string[] }

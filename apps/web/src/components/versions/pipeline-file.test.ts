@@ -56,14 +56,3 @@ describe("pipeline files", () => {
     expect(uniqueName("x".repeat(128), ["x".repeat(128)])).toHaveLength(128);
   });
 });
-
-describe("firstJsonError", () => {
-  it("is undefined for valid JSON and points at the first error otherwise", async () => {
-    const { firstJsonError } = await import("./pipeline-file");
-    expect(firstJsonError('{"a": [1, 2.5e3, true, null, "x\\n"]}')).toBeUndefined();
-    expect(firstJsonError('{"a": 1,}')).toMatchObject({ offset: 8, message: "expected a quoted field name, found '}'" });
-    expect(firstJsonError('{"a" 1}')?.message).toBe("expected ':' after the field name, found '1'");
-    expect(firstJsonError('["a"')?.message).toBe("expected ',' or ']', found the end of the file");
-    expect(firstJsonError("{} x")?.message).toMatch(/after the end/);
-  });
-});
