@@ -461,6 +461,91 @@ describe("validatePipeline: the seeds' state pitfalls (warnings)", () => {
   });
 });
 
+describe("validatePipeline: two-stage aggregation (window.combine against its partial stage)", () => {
+  const count = { op: "count" };
+  const salted = (win: Record<string, unknown>, combine: Record<string, unknown>, winType = "window.tumbling"): PipelineDocumentInput =>
+    chain(src(), node("salt", "keyBy", { field: "merchant", salt: 8 }), node("win", winType, { partial: true, ...win }), node("rekey", "keyBy", { field: "key" }), node("comb", "window.combine", combine), sink());
+
+  it("accepts a combine with its partial stage's aggregate and lateness", () => {
+    expect(errors(salted({ sizeMs: "1m", aggregate: { op: "sum", field: "amount" }, allowedLatenessMs: "5s" }, { aggregate: { op: "sum", field: "amount" }, allowedLatenessMs: 5000 }))).toEqual([]);
+    expect(errors(salted({ sizeMs: "10s", slideMs: "2s", aggregate: count }, { aggregate: count }, "window.hopping"))).toEqual([]);
+  });
+
+  it("refuses a different aggregate op or field, naming the node, the param and the partial stage", () => {
+    const r = validate(salted({ sizeMs: "1m", aggregate: { op: "sum", field: "amount" } }, { aggregate: { op: "max", field: "amount" } }));
+    expect(r.issues.filter((i) => i.code === "combine-mismatch")).toEqual([
+      expect.objectContaining({
+        severity: "error",
+        nodeId: "comb",
+        param: "aggregate.op",
+        message: 'node "comb": param "aggregate.op" is "max", but its partial stage "win" (window.tumbling) aggregates "sum" — set the same aggregate on both',
+      }),
+    ]);
+    const f = validate(salted({ sizeMs: "1m", aggregate: { op: "sum", field: "amount" } }, { aggregate: { op: "sum", field: "fee" } }));
+    expect(messages(f.issues, "combine-mismatch")).toEqual(['node "comb": param "aggregate.field" is "fee", but its partial stage "win" (window.tumbling) aggregates field "amount" — set the same aggregate on both']);
+    const none = validate(salted({ sizeMs: "1m", aggregate: { op: "count", field: "id" } }, { aggregate: count }));
+    expect(messages(none.issues, "combine-mismatch")).toEqual(['node "comb": param "aggregate.field" is not set, but its partial stage "win" (window.tumbling) aggregates field "id" — set the same aggregate on both']);
+  });
+
+  it("refuses a different allowed lateness (the window's partials would be purged too early or kept for nothing)", () => {
+    const r = validate(salted({ sizeMs: "1m", aggregate: count, allowedLatenessMs: "30s" }, { aggregate: count }));
+    expect(r.issues.filter((i) => i.code === "combine-mismatch")).toEqual([
+      expect.objectContaining({ nodeId: "comb", param: "allowedLatenessMs", message: 'node "comb": param "allowedLatenessMs" is 0ms, but its partial stage "win" (window.tumbling) allows 30s — set the same allowedLatenessMs on both' }),
+    ]);
+  });
+
+  it("refuses partial stages with different windows merged into one combine", () => {
+    const doc: PipelineDocumentInput = {
+      format: "keyflow.pipeline/v1",
+      name: "t",
+      nodes: [
+        src(),
+        node("salt", "keyBy", { field: "merchant", salt: 4 }),
+        node("w1", "window.tumbling", { sizeMs: "1m", aggregate: count, partial: true }),
+        node("w2", "window.hopping", { sizeMs: "1m", slideMs: "30s", aggregate: count, partial: true }),
+        node("u", "union"),
+        node("rekey", "keyBy", { field: "key" }),
+        node("comb", "window.combine", { aggregate: count }),
+        sink(),
+      ],
+      edges: [edge("src", "salt"), edge("salt", "w1"), edge("salt", "w2"), edge("w1", "u"), edge("w2", "u"), edge("u", "rekey"), edge("rekey", "comb"), edge("comb", "sink")],
+    };
+    expect(messages(validate(doc).issues, "combine-mismatch")).toEqual([
+      'node "comb": its partial stages "w1" (window.tumbling, 1m) and "w2" (window.hopping, 1m every 30s) have different windows — a combine merges the partials of one window',
+    ]);
+  });
+
+  it("refuses a combine whose input is not a window with partial: true, or is not re-keyed by key", () => {
+    const noPartial = chain(src(), node("salt", "keyBy", { field: "merchant", salt: 8 }), node("win", "window.tumbling", { sizeMs: "1m", aggregate: count }), node("rekey", "keyBy", { field: "key" }), node("comb", "window.combine", { aggregate: count }), sink());
+    expect(messages(validate(noPartial).issues, "combine-mismatch")).toEqual([
+      'node "comb": its input comes from "win" (window.tumbling) without param "partial": true, so it receives results, not partial aggregates — set "partial": true on "win"',
+    ]);
+    const direct = chain(src(), node("k", "keyBy", { field: "merchant" }), node("comb", "window.combine", { aggregate: count }), sink());
+    expect(messages(validate(direct).issues, "combine-mismatch")).toEqual([
+      'node "comb": its input does not come from a window.tumbling or window.hopping with "partial": true — window.combine is the second stage of a two-stage aggregation (keyBy with salt → window with partial → keyBy on "key" → window.combine)',
+    ]);
+    const wrongKey = salted({ sizeMs: "1m", aggregate: count }, { aggregate: count });
+    (wrongKey.nodes[3] as NodeIn).params = { field: "subKey" };
+    expect(messages(validate(wrongKey).issues, "combine-mismatch")).toEqual([
+      'node "comb": its input is keyed by "rekey" on field "subKey", so partials of one key never meet — key them by "key" (the key without its salt)',
+    ]);
+    const notRekeyed = chain(src(), node("salt", "keyBy", { field: "merchant", salt: 8 }), node("win", "window.tumbling", { sizeMs: "1m", aggregate: count, partial: true }), node("comb", "window.combine", { aggregate: count }), sink());
+    expect(messages(validate(notRekeyed).issues, "combine-mismatch")).toEqual([
+      'node "comb": its partial stage "win" (window.tumbling) is not keyed again before it, so each salted sub-key stays apart — add keyBy { field: "key" } between them',
+    ]);
+  });
+});
+
+describe("validatePipeline: window.hopping with a slide longer than its size", () => {
+  it("refuses it, naming the node and the param", () => {
+    const r = validate(chain(src(), node("k", "keyBy", { field: "cardId" }), node("h", "window.hopping", { sizeMs: "10s", slideMs: "1m", aggregate: { op: "count" } }), sink()));
+    expect(r.ok).toBe(false);
+    expect(r.issues.filter((i) => i.severity === "error")).toEqual([
+      expect.objectContaining({ code: "bad-param", nodeId: "h", param: "slideMs", message: expect.stringMatching(/^node "h": param "slideMs" must not be longer than sizeMs \(10s\), got 1m: .*gaps/) }),
+    ]);
+  });
+});
+
 describe("resolvePortKinds", () => {
   it("resolves keyed after keyBy, `same` through filter, stream after union; unknown when unconnected", () => {
     const doc = chain(src(), node("k", "keyBy", { field: "cardId" }), node("f", "filter", { expression: "true" }), node("u", "union"), sink());

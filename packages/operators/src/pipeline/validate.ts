@@ -691,6 +691,9 @@ export function validatePipeline(doc: unknown, opts?: ValidateOptions): Validati
     }
   }
 
+  // -- two-stage aggregation: each window.combine against its partial stage
+  issues.push(...combineIssues(nodeIds, specs, params, incoming));
+
   // -- the seeds' state pitfalls
   issues.push(...statePitfalls(nodeIds, specs, params, outgoing, kinds));
 
@@ -741,6 +744,96 @@ function propagateFields(
   };
   nodeIds.forEach(visit);
   return { input };
+}
+
+// ---- Two-stage aggregation ----------------------------------------------------------------------
+
+/** Nodes a partial aggregate passes through unchanged between its window and window.combine. */
+const RECORD_PRESERVING = new Set(["keyBy", "filter", "union"]);
+/** Nodes that may build records of any shape: a combine behind one of them is not judged. */
+const RECORD_BUILDING = new Set(["map", "process.custom"]);
+const PARTIAL_WINDOWS = new Set(["window.tumbling", "window.hopping"]);
+
+interface AggregateLike {
+  op: string;
+  field?: string;
+}
+
+/**
+ * window.combine merges partial accumulators by its own aggregate and purges by its own
+ * lateness: a partial stage with another op, field, lateness or window gives wrong results
+ * silently (or sends every partial to errors), so the graph is checked here, where both nodes
+ * are known. Walks upstream through record-preserving nodes to the partial stages.
+ */
+function combineIssues(nodeIds: readonly string[], specs: ReadonlyMap<string, OperatorSpec | undefined>, params: Record<string, unknown>, incoming: ReadonlyMap<string, Edge[]>): Issue[] {
+  const issues: Issue[] = [];
+  const typeOf = (id: string) => specs.get(id)?.type;
+  for (const id of nodeIds) {
+    if (typeOf(id) !== "window.combine" || !(id in params)) continue;
+    const p = params[id] as { aggregate: AggregateLike; allowedLatenessMs: number };
+    const issue = (message: string, param?: string) => issues.push({ severity: "error", code: "combine-mismatch", nodeId: id, ...(param ? { param } : {}), message: `node "${id}": ${message}` });
+
+    // Upstream paths: the first keyBy met (the re-key) and the window at the end of each.
+    const windows: { node: string; rekey: string | undefined }[] = [];
+    let opaque = false;
+    const seen = new Set<string>();
+    const stack: { node: string; rekey: string | undefined }[] = (incoming.get(id) ?? []).filter((e) => e.to.port === MAIN_IN).map((e) => ({ node: e.from.nodeId, rekey: undefined }));
+    while (stack.length) {
+      const at = stack.pop() as { node: string; rekey: string | undefined };
+      const key = `${at.node}|${at.rekey ?? ""}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const type = typeOf(at.node);
+      if (type !== undefined && PARTIAL_WINDOWS.has(type)) windows.push(at);
+      else if (type !== undefined && RECORD_PRESERVING.has(type)) {
+        const rekey = at.rekey ?? (type === "keyBy" ? at.node : undefined);
+        for (const e of incoming.get(at.node) ?? []) if (e.to.port === MAIN_IN) stack.push({ node: e.from.nodeId, rekey });
+      } else if (type === undefined || RECORD_BUILDING.has(type)) opaque = true;
+    }
+    if (windows.length === 0) {
+      if (!opaque) {
+        issue(`its input does not come from a window.tumbling or window.hopping with "partial": true — window.combine is the second stage of a two-stage aggregation (keyBy with salt → window with partial → keyBy on "key" → window.combine)`);
+      }
+      continue;
+    }
+
+    let first: { node: string; size: number; slide: number; label: string } | undefined;
+    const order = (n: string) => nodeIds.indexOf(n);
+    for (const w of windows.sort((a, b) => order(a.node) - order(b.node))) {
+      if (!(w.node in params)) continue; // its own params are reported on it
+      const wp = params[w.node] as { sizeMs: number; slideMs?: number; aggregate: AggregateLike; allowedLatenessMs: number; partial?: boolean };
+      const who = `"${w.node}" (${typeOf(w.node)})`;
+      if (wp.partial !== true) {
+        issue(`its input comes from ${who} without param "partial": true, so it receives results, not partial aggregates — set "partial": true on "${w.node}"`);
+        continue;
+      }
+      if (w.rekey === undefined) {
+        issue(`its partial stage ${who} is not keyed again before it, so each salted sub-key stays apart — add keyBy { field: "key" } between them`);
+      } else {
+        const kp = params[w.rekey] as { field?: unknown } | undefined;
+        if (kp !== undefined && kp.field !== "key") {
+          issue(`its input is keyed by "${w.rekey}" on field "${String(kp.field)}", so partials of one key never meet — key them by "key" (the key without its salt)`);
+        }
+      }
+      if (wp.aggregate.op !== p.aggregate.op) {
+        issue(`param "aggregate.op" is "${p.aggregate.op}", but its partial stage ${who} aggregates "${wp.aggregate.op}" — set the same aggregate on both`, "aggregate.op");
+      } else if (wp.aggregate.field !== p.aggregate.field) {
+        const mine = p.aggregate.field === undefined ? "is not set" : `is "${p.aggregate.field}"`;
+        const theirs = wp.aggregate.field === undefined ? "no field" : `field "${wp.aggregate.field}"`;
+        issue(`param "aggregate.field" ${mine}, but its partial stage ${who} aggregates ${theirs} — set the same aggregate on both`, "aggregate.field");
+      }
+      if (wp.allowedLatenessMs !== p.allowedLatenessMs) {
+        issue(`param "allowedLatenessMs" is ${formatDuration(p.allowedLatenessMs)}, but its partial stage ${who} allows ${formatDuration(wp.allowedLatenessMs)} — set the same allowedLatenessMs on both`, "allowedLatenessMs");
+      }
+      const slide = wp.slideMs ?? wp.sizeMs;
+      const label = `${typeOf(w.node)}, ${formatDuration(wp.sizeMs)}${slide !== wp.sizeMs ? ` every ${formatDuration(slide)}` : ""}`;
+      if (first === undefined) first = { node: w.node, size: wp.sizeMs, slide, label };
+      else if (first.size !== wp.sizeMs || first.slide !== slide) {
+        issue(`its partial stages "${first.node}" (${first.label}) and "${w.node}" (${label}) have different windows — a combine merges the partials of one window`);
+      }
+    }
+  }
+  return issues;
 }
 
 function statePitfalls(

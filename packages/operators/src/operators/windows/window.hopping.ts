@@ -15,7 +15,22 @@ export const windowHoppingParams = z.strictObject({
   aggregate: aggregateParams,
   allowedLatenessMs: allowedLatenessParam(),
   partial: partialParam(),
-});
+})
+  // Refused, not kept as Flink's sampling: with slide > size the windows leave gaps, and a record
+  // in a gap is in no window. A fraud rule counting "activity in the last X" must not skip records
+  // an attacker can time into the gaps, and swapped params are the usual cause; a sample is
+  // better said explicitly with a filter. Refusing here (rather than routing gap records to a side
+  // port) means no record is ever assigned to nothing.
+  .superRefine((p, ctx) => {
+    if (p.slideMs > p.sizeMs) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["slideMs"],
+        input: p.slideMs,
+        message: `must not be longer than sizeMs (${formatDuration(p.sizeMs)}), got ${formatDuration(p.slideMs)}: the windows would have gaps and records between them would be in no window; did you swap them? (to sample a stream, filter it first)`,
+      });
+    }
+  });
 export type WindowHoppingParams = z.infer<typeof windowHoppingParams>;
 
 /** Above this many slices per window, state per key stops being small: warn. */
@@ -44,8 +59,8 @@ ${LATENESS_DOCS}
 ${PARTIAL_DOCS}
 
 **Output volume.** A key emits a result every \`slideMs\` for as long as its last record is within \`sizeMs\`:
-a 1 h / 1 s hop emits 3600 results per record on a quiet key. With \`slideMs\` larger than \`sizeMs\` the windows
-have gaps, and records falling between windows are in no window.`,
+a 1 h / 1 s hop emits 3600 results per record on a quiet key. \`slideMs\` may not exceed \`sizeMs\`: such windows
+would leave gaps, and a record in a gap would belong to no window (filter the stream first to sample it).`,
   params: windowHoppingParams,
   inputs: windowInputs,
   outputs: windowOutputs,
@@ -55,9 +70,6 @@ have gaps, and records falling between windows are in no window.`,
   stateRetention: (p) => ({ windowMs: p.sizeMs + p.allowedLatenessMs, freedByTimers: true }),
   check: (p, ctx) => {
     const issues: ParamIssue[] = checkAggregateField(p.aggregate, ctx);
-    if (p.slideMs > p.sizeMs) {
-      issues.push({ severity: "warning", param: "slideMs", message: `node "${ctx.nodeId}": slideMs (${formatDuration(p.slideMs)}) is larger than sizeMs (${formatDuration(p.sizeMs)}): the windows have gaps and records between them are ignored; did you swap them?` });
-    }
     const step = gcd(p.sizeMs, p.slideMs);
     if (p.sizeMs / step > MAX_SLICES_PER_WINDOW) {
       issues.push({ severity: "warning", param: "slideMs", message: `node "${ctx.nodeId}": sizeMs and slideMs share only a ${formatDuration(step)} divisor, so each window is ${Math.round(p.sizeMs / step)} slices of state; pick a slide that divides the size` });

@@ -31,7 +31,7 @@ const caseArb = (aggregate: RefAggregate, lateness: number): fc.Arbitrary<Case> 
   fc.oneof(
     fc.integer({ min: 1, max: 30 }).map((size) => ({ windows: { kind: "sliding", size, slide: size } as RefWindows, type: "window.tumbling" as const, params: { sizeMs: size, aggregate, allowedLatenessMs: lateness } })),
     fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 5 })).map(([slide, k]) => ({ windows: { kind: "sliding", size: slide * k, slide } as RefWindows, type: "window.hopping" as const, params: { sizeMs: slide * k, slideMs: slide, aggregate, allowedLatenessMs: lateness } })),
-    fc.tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 40 })).map(([size, slide]) => ({ windows: { kind: "sliding", size, slide } as RefWindows, type: "window.hopping" as const, params: { sizeMs: size, slideMs: slide, aggregate, allowedLatenessMs: lateness } })),
+    fc.tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 40 })).map(([a, b]) => [Math.max(a, b), Math.min(a, b)] as const).map(([size, slide]) => ({ windows: { kind: "sliding", size, slide } as RefWindows, type: "window.hopping" as const, params: { sizeMs: size, slideMs: slide, aggregate, allowedLatenessMs: lateness } })),
     fc.integer({ min: 1, max: 30 }).map((gap) => ({ windows: { kind: "session", gap } as RefWindows, type: "window.session" as const, params: { gapMs: gap, aggregate, allowedLatenessMs: lateness } })),
   );
 

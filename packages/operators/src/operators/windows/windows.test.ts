@@ -146,10 +146,16 @@ describe("window.hopping", () => {
     ]);
   });
 
-  it("warns about a slide longer than the size and about tiny gcd slices", () => {
+  it("refuses a slide longer than the size (records in the gaps would be in no window), naming the param", () => {
+    const r = windowHoppingParams.safeParse({ sizeMs: 10_000, slideMs: "1m", aggregate: count });
+    expect(r.success).toBe(false);
+    expect(r.error?.issues).toEqual([expect.objectContaining({ path: ["slideMs"], message: expect.stringMatching(/^must not be longer than sizeMs \(10s\).*gaps/) })]);
+    expect(windowHoppingParams.safeParse({ sizeMs: 10, slideMs: 10, aggregate: count }).success).toBe(true);
+  });
+
+  it("warns about tiny gcd slices", () => {
     const check = windowHoppingSpec.check as NonNullable<typeof windowHoppingSpec.check>;
     const p = (sizeMs: number, slideMs: number) => windowHoppingParams.parse({ sizeMs, slideMs, aggregate: count });
-    expect(check(p(10, 20), { nodeId: "h" })[0]).toMatchObject({ severity: "warning", param: "slideMs", message: expect.stringMatching(/node "h": slideMs .* larger than sizeMs/) });
     expect(check(p(3_600_001, 60_000), { nodeId: "h" })[0]).toMatchObject({ severity: "warning", message: expect.stringMatching(/slices of state/) });
     expect(check(p(3_600_000, 60_000), { nodeId: "h" })).toEqual([]);
   });
