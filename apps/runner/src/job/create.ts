@@ -9,6 +9,7 @@ import { systemClock, type Clock } from "./clock";
 import { JobDriver, type CheckpointStats, type JobStatus } from "./driver";
 import { createCustomFunctionFactory } from "../sandbox/custom-function-factory";
 import type { ExchangeOptions } from "../exec/parallel";
+import type { JobOps } from "../ops/job-ops";
 
 export interface CreateJobOptions {
   doc: PipelineDocument;
@@ -26,12 +27,14 @@ export interface CreateJobOptions {
   onStatus?: (status: JobStatus) => void;
   /** Network buffers of parallel jobs (tests; defaults otherwise). */
   exchange?: ExchangeOptions;
+  /** Live operations (sink throttles and times): wraps the job's sinks. */
+  ops?: JobOps;
 }
 
 export function createJobDriver(o: CreateJobOptions): JobDriver {
   const clock = o.clock ?? systemClock;
   const checkpoints = o.checkpointDir ? new DirectoryCheckpointStore(o.checkpointDir, o.doc.settings.retainedCheckpoints) : new TransientCheckpointStore();
-  const connectors = createConnectors({
+  const plain = createConnectors({
     doc: o.doc,
     jobId: o.jobId,
     baseDir: o.baseDir,
@@ -40,6 +43,7 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     log: o.log,
     ...(o.demoLimit !== undefined ? { demoLimit: o.demoLimit } : {}),
   });
+  const connectors = o.ops ? o.ops.wrapConnectors(plain) : plain;
   // process.custom's sandboxes: started when the job creates such a node, closed when it ends.
   const sandboxes = createCustomFunctionFactory({
     ...(o.env.sandboxTimeoutMs !== undefined ? { timeoutMs: o.env.sandboxTimeoutMs } : {}),

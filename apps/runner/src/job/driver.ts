@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import { LocalJob, mergeJobSnapshots, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type ExchangeOptions, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
+import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
@@ -131,6 +132,8 @@ export class JobDriver {
   private nextCheckpointId = 1;
   private readonly digest: string;
   private readonly log: Logger;
+  /** Single-threaded jobs: the engine loop's time (idle waiting for a batch, backpressured waiting for the sinks). */
+  private readonly engineTime = new TimeAccount();
 
   constructor(private readonly opts: JobDriverOptions) {
     this.jobId = opts.jobId;
@@ -166,6 +169,11 @@ export class JobDriver {
    */
   subtaskMetrics(): SubtaskMetrics[] {
     return this.parallel?.subtaskMetrics() ?? [];
+  }
+
+  /** Busy / backpressured / idle ms per second of the engine loop of a single-threaded job; undefined for a parallel one. */
+  engineTimes(): TaskTimes | undefined {
+    return this.parallel ? undefined : this.engineTime.perSecond();
   }
 
   /** Input-side figures of each source that reports them (Kafka consumer lag), by node id. */
@@ -312,7 +320,9 @@ export class JobDriver {
     while (active > 0) {
       if (this.stopRequested !== undefined) return false;
       const wait = Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()));
+      this.engineTime.switchTo("idle");
       const taken = await this.queue.take(wait);
+      this.engineTime.switchTo("busy");
       if (this.stopRequested !== undefined) {
         taken?.done();
         return false;
@@ -395,7 +405,13 @@ export class JobDriver {
       this.deadLetterCount += dead.length;
       writes.push(this.requireDeadLetters().write(dead));
     }
-    await Promise.all(writes);
+    // Waiting for the outputs is backpressure on the engine loop (live operations' figures).
+    const before = this.engineTime.switchTo("backPressured");
+    try {
+      await Promise.all(writes);
+    } finally {
+      this.engineTime.switchTo(before);
+    }
   }
 
   private async checkpoint(): Promise<void> {

@@ -10,6 +10,7 @@ import { errorMessage } from "../log";
 import { checkPipeline } from "../pipeline/load";
 import { DryRunRequestError, dryRunRequestSchema, runDryRun } from "./dry-run";
 import { DeployConflictError, type JobManager, type JobView, type ManagedJob } from "./jobs";
+import { nodeTaskTimes } from "../ops/task-times";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** A dry run carries its sample in the body. */
@@ -78,8 +79,26 @@ export interface LiveSnapshot {
       stateBytes: number;
       /** Epoch ms; null before the first record (-Inf) and after the end of input (+Inf). */
       watermark: number | null;
+      /** Where the node's task spends its time (Flink's task metrics), ms per second. */
+      busyTimeMsPerSecond?: number;
+      backPressuredTimeMsPerSecond?: number;
+      idleTimeMsPerSecond?: number;
+      queuedRecords?: number;
+      /** Sinks: the records-per-second cap set through POST /jobs/:id/nodes/:node/throttle (null: none). */
+      throttleRecordsPerSecond?: number | null;
     }
   >;
+  /** Parallel jobs: each task and subtask, its nodes, where its time goes and the records per node. */
+  subtasks: Array<{
+    task: string;
+    subtask: number;
+    nodes: string[];
+    busyTimeMsPerSecond: number;
+    backPressuredTimeMsPerSecond: number;
+    idleTimeMsPerSecond: number;
+    queuedRecords: number;
+    recordsIn: Record<string, number>;
+  }>;
   /** Kafka consumer lag per source node and partition. */
   sources: JobView["sources"];
 }
@@ -88,6 +107,9 @@ function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapsho
   const v = job.view();
   const dt = previous ? (at - previous.at) / 1000 : 0;
   const nodes: LiveSnapshot["nodes"] = {};
+  const subtasks = job.subtaskMetrics();
+  const times = nodeTaskTimes(Object.keys(v.nodes), { engine: job.engineTimes(), subtasks, sinks: job.ops.sinkTimes() });
+  const throttles = job.ops.throttleSettings();
   for (const [id, m] of Object.entries(v.nodes)) {
     const before = previous?.snap.nodes[id];
     const rate = (now: number, then: number | undefined) => (dt > 0 && then !== undefined ? Math.max(0, Math.round(((now - then) / dt) * 10) / 10) : 0);
@@ -103,6 +125,8 @@ function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapsho
       timers: m.timers,
       stateBytes: m.stateBytes,
       watermark: Number.isFinite(m.watermark) ? m.watermark : null,
+      ...times[id],
+      ...(id in throttles ? { throttleRecordsPerSecond: throttles[id] ?? null } : {}),
     };
   }
   return {
@@ -113,9 +137,24 @@ function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapsho
     deadLetters: v.deadLetters,
     lastCheckpointId: v.lastCheckpoint?.id ?? null,
     nodes,
+    subtasks: subtasks.map((t) => ({
+      task: t.task,
+      subtask: t.subtask,
+      nodes: t.nodes,
+      busyTimeMsPerSecond: t.busyTimeMsPerSecond,
+      backPressuredTimeMsPerSecond: t.backPressuredTimeMsPerSecond,
+      idleTimeMsPerSecond: t.idleTimeMsPerSecond,
+      queuedRecords: t.queuedRecords,
+      recordsIn: Object.fromEntries(Object.entries(t.metrics).map(([id, m]) => [id, m.recordsIn])),
+    })),
     sources: v.sources,
   };
 }
+
+/** POST /jobs/:id/nodes/:node/throttle: a records-per-second cap on a sink, or null to lift it. */
+export const throttleRequestSchema = z.object({
+  recordsPerSecond: z.number().min(0.1, "recordsPerSecond is at least 0.1 (or null to lift the throttle)").nullable(),
+});
 
 export interface RunnerHttpOptions {
   jobs: JobManager;
@@ -210,6 +249,23 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         requireJob(id);
         const job = await jobs.stop(id ?? "");
         send(res, 200, job?.view());
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/jobs\/([^/]+)\/nodes\/([^/]+)\/throttle$/,
+      handle: async (req, res, [id, node]) => {
+        const job = requireJob(id);
+        const body = throttleRequestSchema.safeParse(await readJson(req));
+        if (!body.success) throw new HttpError(400, "invalid throttle request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+        const nodeId = decodeURIComponent(node ?? "");
+        try {
+          job.ops.setThrottle(nodeId, body.data.recordsPerSecond);
+        } catch (err) {
+          throw new HttpError(400, errorMessage(err));
+        }
+        log.info(`job ${job.deploymentId}: node "${nodeId}" ${body.data.recordsPerSecond === null ? "throttle lifted" : `throttled to ${body.data.recordsPerSecond} records/s`}`);
+        send(res, 200, { jobId: job.deploymentId, throttles: job.ops.throttleSettings() });
       },
     },
     {

@@ -13,6 +13,8 @@ import { systemClock } from "../job/clock";
 import type { SourceInputMetrics } from "../io/types";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
+import { JobOps } from "../ops/job-ops";
+import type { TaskTimes } from "../exec/channel";
 
 export type ManagedStatus = "starting" | "running" | "restarting" | "stopping" | "finished" | "stopped" | "failed";
 
@@ -66,6 +68,8 @@ export class ManagedJob {
   readonly createdAt: number;
   readonly checkpointDir: string;
   private readonly nodeTypes: Map<string, string>;
+  /** Live operations (sink throttles, sink times), kept across restarts. */
+  readonly ops: JobOps;
 
   constructor(
     readonly deploymentId: string,
@@ -75,6 +79,7 @@ export class ManagedJob {
     this.createdAt = deps.clock.now();
     this.checkpointDir = path.join(deps.env.checkpointRoot, deploymentId);
     this.nodeTypes = new Map(doc.nodes.map((n) => [n.id, n.type]));
+    this.ops = new JobOps(new Set(doc.nodes.filter((n) => n.type.startsWith("sink.")).map((n) => n.id)));
   }
 
   get status(): ManagedStatus {
@@ -129,6 +134,7 @@ export class ManagedJob {
         if (s === "running" && this.status === "starting") this.status = "running";
       },
       onCheckpoint: (stats) => this.deps.events?.checkpoint(this, stats),
+      ops: this.ops,
     });
   }
 
@@ -182,6 +188,11 @@ export class ManagedJob {
   /** Per task and subtask of a parallel job (busy / backpressured / idle ms per second, queues); empty otherwise. */
   subtaskMetrics(): SubtaskMetrics[] {
     return this.driver?.subtaskMetrics() ?? [];
+  }
+
+  /** The engine loop's busy / backpressured / idle ms per second (single-threaded jobs; parallel ones report subtaskMetrics). */
+  engineTimes(): TaskTimes | undefined {
+    return this.driver?.engineTimes();
   }
 
   /** The newest completed checkpoints of the current run, oldest first. */

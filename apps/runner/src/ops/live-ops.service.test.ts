@@ -1,0 +1,118 @@
+// Live operations through the runner's HTTP API on the built-in demo source (no broker): every
+// node's busy / backpressured / idle time on the metrics stream, and a sink throttle that makes the
+// nodes above the sink backpressured until it is lifted; single-threaded and parallel jobs.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readEnv } from "../env";
+import { silentLogger } from "../log";
+import { eventually } from "../../test/run-cli";
+import type { LiveSnapshot } from "../service/http";
+import { createRunnerService, type RunnerService } from "../service/main";
+
+let service: RunnerService;
+
+beforeAll(async () => {
+  const env = readEnv({ RUNNER_PORT: "0", RUNNER_HOST: "127.0.0.1" });
+  service = await createRunnerService(
+    { ...env, kafkaBrokers: undefined, checkpointRoot: mkdtempSync(path.join(tmpdir(), "keyflow-ops-ckpt-")), dataDir: mkdtempSync(path.join(tmpdir(), "keyflow-ops-data-")) },
+    silentLogger,
+    { checkpointIntervalMs: 500 },
+  );
+});
+afterAll(() => service?.close());
+
+async function post(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${service.url}${url}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+/** Reads the job's metrics stream until `check` returns something (or the timeout). */
+async function watch<T>(jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined): Promise<T> {
+  const res = await fetch(`${service.url}/jobs/${jobId}/metrics/stream`);
+  const reader = res.body?.getReader();
+  if (!reader) throw new Error("no body");
+  let text = "";
+  let last: LiveSnapshot | undefined;
+  try {
+    return await eventually(
+      async () => {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("the stream ended");
+        text += new TextDecoder().decode(value);
+        let end: number;
+        while ((end = text.indexOf("\n\n")) >= 0) {
+          const data = text.slice(0, end).split("\n").find((l) => l.startsWith("data: "));
+          text = text.slice(end + 2);
+          if (!data) continue;
+          last = JSON.parse(data.slice(6)) as LiveSnapshot;
+          const found = check(last);
+          if (found !== undefined) return found;
+        }
+        return undefined;
+      },
+      `${what} (last snapshot: ${JSON.stringify(last?.nodes)})`,
+      60_000,
+      0,
+    );
+  } finally {
+    await reader.cancel();
+  }
+}
+
+function pipeline(name: string, parallelism: number) {
+  return {
+    format: "keyflow.pipeline/v1",
+    name,
+    settings: { parallelism, checkpointIntervalMs: 500 },
+    nodes: [
+      { id: "payments", type: "source.demo", params: { eventsPerSecond: 400, seed: 7 } },
+      { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+      { id: "big", type: "filter", params: { expression: "amount > 0" } },
+      { id: "out", type: "sink.file", params: { path: `${name}/out.jsonl` } },
+    ],
+    edges: [
+      { from: "payments", to: "byCard" },
+      { from: "byCard", to: "big" },
+      { from: "big", to: "out" },
+    ],
+  };
+}
+
+describe.each([1, 2])("live operations, parallelism %i", (parallelism) => {
+  const id = `ops-p${parallelism}`;
+  it("reports task times for every node, and a throttled sink backpressures the nodes above it until lifted", async () => {
+    expect((await post("/jobs", { deploymentId: id, pipeline: pipeline(id, parallelism) })).status).toBe(201);
+
+    // Running free: every node has figures, nothing is backpressured.
+    const free = await watch(id, "figures on every node without backpressure", (s) => {
+      const n = s.nodes;
+      const all = ["payments", "byCard", "big", "out"].every((k) => n[k]?.busyTimeMsPerSecond !== undefined && n[k]?.idleTimeMsPerSecond !== undefined);
+      return all && (n["out"]?.recordsIn ?? 0) > 100 && (n["payments"]?.backPressuredTimeMsPerSecond ?? 1000) <= 100 ? s : undefined;
+    });
+    expect(free.nodes["out"]?.throttleRecordsPerSecond).toBeNull();
+    if (parallelism > 1) expect(free.subtasks.filter((t) => t.task === "keyed").map((t) => t.subtask)).toEqual([0, 1]);
+    else expect(free.subtasks).toEqual([]);
+
+    // Refusals name what is wrong.
+    const notSink = await post(`/jobs/${id}/nodes/big/throttle`, { recordsPerSecond: 5 });
+    expect(notSink.status).toBe(400);
+    expect(notSink.json["error"]).toMatch(/node "big" is not a sink of this job/);
+    expect((await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: 0 })).status).toBe(400);
+    expect((await post(`/jobs/nope/nodes/out/throttle`, { recordsPerSecond: 5 })).status).toBe(404);
+
+    const set = await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: 20 });
+    expect(set).toEqual({ status: 200, json: { jobId: id, throttles: { out: 20 } } });
+    const throttled = await watch(id, "the source backpressured above 50 % and the sink busy", (s) =>
+      (s.nodes["payments"]?.backPressuredTimeMsPerSecond ?? 0) > 500 && (s.nodes["out"]?.busyTimeMsPerSecond ?? 0) > 500 ? s : undefined,
+    );
+    expect(throttled.nodes["out"]).toMatchObject({ throttleRecordsPerSecond: 20, backPressuredTimeMsPerSecond: 0 });
+
+    expect((await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: null })).json).toEqual({ jobId: id, throttles: { out: null } });
+    await watch(id, "the backpressure gone once the throttle is lifted", (s) => ((s.nodes["payments"]?.backPressuredTimeMsPerSecond ?? 1000) <= 100 && (s.nodes["out"]?.busyTimeMsPerSecond ?? 1000) < 500 ? s : undefined));
+
+    const stopped = await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" });
+    expect(stopped.status).toBe(200);
+  });
+});
