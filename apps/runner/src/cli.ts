@@ -48,6 +48,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await runCommand(rest, env);
       case "serve":
         return await serveCommand(rest, env);
+      case "audit": return await (await import("./audit/verify")).auditCommand(rest); // keyflow audit verify [--database-url URL]
       default:
         return usageError(`unknown command "${command}"`);
     }

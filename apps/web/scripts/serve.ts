@@ -10,7 +10,7 @@ const build = await ensureBuilt({ log });
 if (build.built) log(`web: built in ${(build.ms / 1000).toFixed(1)} s`);
 const server = await startWebServer({ port, host: process.env.KEYFLOW_WEB_HOST ?? "0.0.0.0", log: (line) => log(`web: ${line}`) });
 // Open the database now (PGlite boots and migrates on first use) rather than on the first page view.
-await fetch(`http://127.0.0.1:${server.port}/api/trpc/pipeline.list`).catch(() => undefined);
+await fetch(`http://127.0.0.1:${server.port}/api/health`).catch(() => undefined);
 log(`web: Keyflow designer on http://localhost:${server.port}`);
 
 const shutdown = () => {

@@ -162,7 +162,7 @@ export async function startWebServer(
   try {
     while (true) {
       const ready = await Promise.race([
-        fetch(`${url}/api/trpc/catalog.list`).then(
+        fetch(`${url}/api/health`).then(
           (r) => r.ok,
           () => false,
         ),

@@ -18,6 +18,8 @@ import { createPGliteAdapter } from "./pglite-adapter";
 export * from "./generated/prisma/client";
 export { migrate, migrationStatus, MigrationError } from "./migrate";
 export type { MigrateOptions, MigrateResult, MigrationStatus, MigrationInfo } from "./migrate";
+export { AUDIT_ACTIONS, appendAuditEvent, auditHash, canonicalJson, sha256Hex, verifyAuditChain } from "./audit";
+export type { AuditAction, AuditInput, AuditVerification, HashedAuditFields } from "./audit";
 
 export type DbKind = "postgres" | "pglite";
 

@@ -27,6 +27,8 @@ import { Palette } from "./palette/Palette";
 import { PipelineList } from "./PipelineList";
 import { ProblemsPanel } from "./problems/ProblemsPanel";
 import { formatTime } from "./format";
+import { AuditView } from "./audit/AuditView";
+import { UserMenu } from "./auth/UserMenu";
 import { DryRunPanel, NewPipelineButtons, PipelineToolsProvider, VersionHistory, type DiffSide } from "./versions";
 import "./canvas/editor.css";
 
@@ -134,6 +136,7 @@ function WorkspaceFrame({ initialPipelineId }: { initialPipelineId: string | nul
             <VersionMeta pipeline={pipeline} shown={version ? { kind: "version", number: version.number } : { kind: "draft" }} />
           </div>
         ) : null}
+        <UserMenu />
       </header>
 
       <aside className="kf-sidebar">
@@ -174,7 +177,7 @@ function WorkspaceFrame({ initialPipelineId }: { initialPipelineId: string | nul
 // ---- The pipeline's area: palette, canvas, problems, side panel ------------------------------------
 
 /** The side panel's tabs. */
-type SideTab = "inspector" | "document" | "history" | "dryrun" | "operations";
+type SideTab = "inspector" | "document" | "history" | "dryrun" | "operations" | "audit";
 
 /** What the pipeline tools (versions, diff, dry run, deploy) need from the frame. */
 interface ToolsProps {
@@ -238,6 +241,7 @@ function PipelineArea({
           { id: "history" as const, label: "History", render: () => <VersionHistory /> },
           { id: "dryrun" as const, label: "Dry run", render: () => <DryRunPanel /> },
           { id: "operations" as const, label: "Operations", render: () => <OperationsPanel pipeline={tools.pipeline} stopResult={stopResult} onStopped={setStopResult} /> },
+          { id: "audit" as const, label: "Audit", render: () => <AuditView fixedPipelineId={tools.pipeline.id} compact /> },
         ]
       : []),
   ];

@@ -9,6 +9,7 @@ import { createDb, migrate, type Db } from "@keyflow/db";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
 import { createCaller } from "../server/root";
 import { createContext } from "../server/trpc";
+import { asUser } from "../server/auth/test-user";
 
 const doc = (name: string): PipelineDocumentInput => ({
   format: PIPELINE_FORMAT,
@@ -65,7 +66,7 @@ describe("deployment operations", () => {
     });
     await new Promise<void>((r) => runner.listen(0, "127.0.0.1", r));
     runnerUrl = `http://127.0.0.1:${(runner.address() as AddressInfo).port}`;
-    api = createCaller(createContext({ headers: new Headers() }, { db: async () => db, env: { runnerUrl } }));
+    api = createCaller(createContext({ headers: new Headers() }, { ...asUser("tester"), db: async () => db, env: { runnerUrl } }));
   }, 60_000);
 
   afterAll(async () => {
@@ -82,7 +83,7 @@ describe("deployment operations", () => {
   it("relays the runner's stream with rates computed from successive counters", async () => {
     const deployment = await deploy("ops-live");
     const controller = new AbortController();
-    const subscriber = createCaller(createContext({ headers: new Headers() }, { db: async () => db, env: { runnerUrl } }), { signal: controller.signal });
+    const subscriber = createCaller(createContext({ headers: new Headers() }, { ...asUser("tester"), db: async () => db, env: { runnerUrl } }), { signal: controller.signal });
     const stream = await subscriber.deployment.liveMetrics({ deploymentId: deployment.id });
     const seen: { rate: number; interval: number; watermark: number | null }[] = [];
     for await (const m of stream) {

@@ -11,6 +11,7 @@ import { graphHash } from "./canonical-json";
 import { PipelineRejectedError } from "./errors";
 import { appRouter, createCaller } from "./root";
 import { createContext } from "./trpc";
+import { asUser } from "./auth/test-user";
 
 function doc(name: string, expression = 'amount > 50000 && country != "SA"'): PipelineDocumentInput {
   return {
@@ -44,7 +45,7 @@ describe("tRPC API", () => {
   beforeAll(async () => {
     db = createDb({ dataDir: ":memory:" });
     await migrate(db);
-    api = createCaller(createContext({ headers: new Headers({ "x-keyflow-actor": "alice" }) }, { db: async () => db, env: { runnerUrl: "http://127.0.0.1:9" } }));
+    api = createCaller(createContext({ headers: new Headers() }, { ...asUser("alice"), db: async () => db, env: { runnerUrl: "http://127.0.0.1:9" } }));
   }, 60_000);
 
   afterAll(async () => {
@@ -103,7 +104,7 @@ describe("tRPC API", () => {
       endpoint: "/api/trpc",
       req,
       router: appRouter,
-      createContext: () => createContext({ headers: req.headers }, { db: async () => db }),
+      createContext: () => createContext({ headers: req.headers }, { ...asUser("tester"), db: async () => db }),
     });
     expect(res.status).toBe(422);
     const body: unknown = await res.json();
@@ -118,7 +119,7 @@ describe("tRPC API", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify(superjson.serialize({ name: "has spaces" })),
     });
-    const res = await fetchRequestHandler({ endpoint: "/api/trpc", req, router: appRouter, createContext: () => createContext({ headers: req.headers }, { db: async () => db }) });
+    const res = await fetchRequestHandler({ endpoint: "/api/trpc", req, router: appRouter, createContext: () => createContext({ headers: req.headers }, { ...asUser("tester"), db: async () => db }) });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { json: { data: { code: "BAD_REQUEST", inputIssues: [expect.objectContaining({ path: "name" })], pipelineIssues: null } } } });
   });
@@ -158,7 +159,7 @@ describe("tRPC API", () => {
       const address = runner.address();
       if (address === null || typeof address === "string") throw new Error("the fake runner has no TCP address");
       const runnerUrl = `http://127.0.0.1:${address.port}`;
-      const deployer = createCaller(createContext({ headers: new Headers() }, { db: async () => db, env: { runnerUrl } }));
+      const deployer = createCaller(createContext({ headers: new Headers() }, { ...asUser("tester"), db: async () => db, env: { runnerUrl } }));
       const { id } = await api.pipeline.create({ name: "deployed", graph: doc("deployed") });
       const { version } = await api.pipeline.saveVersion({ pipelineId: id, graph: doc("deployed"), message: "go" });
       const deployment = await deployer.deployment.deploy({ versionId: version.id, mode: "shadow" });

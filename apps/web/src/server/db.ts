@@ -1,7 +1,10 @@
 // One database per server process, opened and migrated on first use (not at import, so
 // `next build` never touches it). Kept on globalThis because `next dev` re-evaluates modules on
 // every change, and an embedded PGlite directory can be open in one process once only.
+// Opening it also creates the first admin when there are no users yet (auth/bootstrap.ts).
 import { createDb, migrate, type Db } from "@keyflow/db";
+import { ensureFirstAdmin } from "./auth/bootstrap";
+import { authEnv } from "./env";
 
 const holder = globalThis as typeof globalThis & { __keyflowDb?: Promise<Db> };
 
@@ -9,6 +12,7 @@ async function open(): Promise<Db> {
   const db = createDb();
   try {
     await migrate(db);
+    await ensureFirstAdmin(db.prisma, authEnv());
     return db;
   } catch (error) {
     await db.close().catch(() => undefined);

@@ -1,8 +1,10 @@
 // The API of the designer: one router per area, mounted at /api/trpc (app/api/trpc/[trpc]/route.ts).
+import { auditRouter } from "./routers/audit";
 import { catalogRouter } from "./routers/catalog";
 import { deploymentRouter } from "./routers/deployment";
 import { pipelineRouter } from "./routers/pipeline";
 import { templatesRouter } from "./routers/templates";
+import { usersRouter } from "./routers/users";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
 
 export const appRouter = createTRPCRouter({
@@ -10,6 +12,8 @@ export const appRouter = createTRPCRouter({
   deployment: deploymentRouter,
   catalog: catalogRouter,
   templates: templatesRouter,
+  users: usersRouter,
+  audit: auditRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,26 +1,45 @@
 // tRPC setup: context, error shape, procedure builders. Routers live in ./routers, one per area.
-import { initTRPC } from "@trpc/server";
+//
+// Every procedure goes through one of the builders below, which check on the server who is asking:
+// `authedProcedure` (any signed-in user: queries), `analystProcedure` (authoring, versions, shadow
+// deploys), `approverProcedure` (approvals), `adminProcedure` (users and roles). Roles are ordered
+// (auth/roles.ts). `publicProcedure` is kept for nothing that reads or changes data.
+// The content-type and CSRF-header rule for mutations is enforced before tRPC, in the route handler
+// (auth/csrf.ts), so it also covers batches and malformed calls.
+import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { z } from "zod";
-import type { Db } from "@keyflow/db";
+import { appendAuditEvent, type AuditInput, type Db, type UserRole } from "@keyflow/db";
+import { serviceUser } from "./auth/bootstrap";
+import { hasRole, type SessionUser } from "./auth/roles";
+import { resolveSession, sessionTokenFrom } from "./auth/session";
 import { getDb } from "./db";
-import { serverEnv, type ServerEnv } from "./env";
+import { authEnv, serverEnv, type ServerEnv } from "./env";
 import { PipelineRejectedError, type PipelineIssue } from "./errors";
 
 export interface Context {
   /** Opens (and migrates) the database on first use: procedures that need none never touch it. */
   db: () => Promise<Db>;
   env: ServerEnv;
-  /** Who is acting: recorded as a version's author. A header until sign-in exists. */
-  actor: string;
+  /** Who is asking: the session cookie's user, or the service user of `npm start`; null = nobody. Resolved once, on first use. */
+  session: () => Promise<SessionUser | null>;
 }
 
-export const ACTOR_HEADER = "x-keyflow-actor";
-const DEFAULT_ACTOR = "analyst";
+function memo<T>(f: () => Promise<T>): () => Promise<T> {
+  let value: Promise<T> | undefined;
+  return () => (value ??= f());
+}
 
 export function createContext(opts: { headers: Headers }, overrides: Partial<Context> = {}): Context {
-  const actor = opts.headers.get(ACTOR_HEADER)?.trim() || DEFAULT_ACTOR;
-  return { db: getDb, env: serverEnv(), actor, ...overrides };
+  const db = overrides.db ?? getDb;
+  const token = sessionTokenFrom(opts.headers.get("cookie"));
+  const authorization = opts.headers.get("authorization");
+  const session = memo(async (): Promise<SessionUser | null> => {
+    if (token) return resolveSession((await db()).prisma, token);
+    if (authorization) return serviceUser((await db()).prisma, authEnv(), authorization);
+    return null;
+  });
+  return { db, env: serverEnv(), session, ...overrides };
 }
 
 export interface InputIssue {
@@ -43,3 +62,29 @@ const t = initTRPC.context<Context>().create({
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure;
+
+/** Records an audit event as the signed-in user (who and when are filled in). */
+export type AuditRecorder = (event: Omit<AuditInput, "actor">) => Promise<void>;
+
+function requireRole(needed: UserRole | null) {
+  return t.middleware(async ({ ctx, next, path }) => {
+    const user = await ctx.session();
+    if (!user) throw new TRPCError({ code: "UNAUTHORIZED", message: `${path}: sign in first` });
+    if (needed !== null && !hasRole(user.role, needed)) {
+      throw new TRPCError({ code: "FORBIDDEN", message: `${path} needs the ${needed} role; ${user.email} is an ${user.role}` });
+    }
+    const audit: AuditRecorder = async (event) => {
+      await appendAuditEvent((await ctx.db()).prisma, { ...event, actor: user.email });
+    };
+    return next({ ctx: { user, audit } });
+  });
+}
+
+/** Any signed-in user: every query. */
+export const authedProcedure = t.procedure.use(requireRole(null));
+/** Authors: create and edit pipelines, save versions, deploy to shadow, dry runs. */
+export const analystProcedure = t.procedure.use(requireRole("analyst"));
+/** Approves or rejects promotions (never their own change: checked by the procedure). */
+export const approverProcedure = t.procedure.use(requireRole("approver"));
+/** Users and roles. */
+export const adminProcedure = t.procedure.use(requireRole("admin"));

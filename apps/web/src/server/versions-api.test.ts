@@ -14,6 +14,7 @@ import { createCaller } from "./root";
 import type { DryRunResult } from "./runner-client";
 import { loadTemplates, templatesDir, titleOf } from "./services/templates";
 import { createContext } from "./trpc";
+import { asUser } from "./auth/test-user";
 
 const REPO = path.resolve(import.meta.dirname, "..", "..", "..", "..");
 const TEMPLATES = path.join(REPO, "examples", "templates");
@@ -109,7 +110,7 @@ describe("tRPC: templates, import, dry run", () => {
     const runnerUrl = `http://127.0.0.1:${(runner.address() as AddressInfo).port}`;
     db = createDb({ dataDir: ":memory:" });
     await migrate(db);
-    api = createCaller(createContext({ headers: new Headers({ "x-keyflow-actor": "bob" }) }, { db: async () => db, env: { runnerUrl } }));
+    api = createCaller(createContext({ headers: new Headers() }, { ...asUser("bob"), db: async () => db, env: { runnerUrl } }));
   }, 60_000);
 
   afterAll(async () => {
@@ -184,7 +185,7 @@ describe("tRPC: templates, import, dry run", () => {
   });
 
   it("says when the runner is not there", async () => {
-    const offline = createCaller(createContext({ headers: new Headers() }, { db: async () => db, env: { runnerUrl: "http://127.0.0.1:9" } }));
+    const offline = createCaller(createContext({ headers: new Headers() }, { ...asUser("tester"), db: async () => db, env: { runnerUrl: "http://127.0.0.1:9" } }));
     const error = await rejection(offline.pipeline.dryRun({ graph: doc("dry"), sample: { kind: "lines", lines: ["{}"] } }));
     expect(error.code).toBe("BAD_GATEWAY");
     expect(error.message).toMatch(/did not answer/);

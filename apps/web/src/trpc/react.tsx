@@ -1,7 +1,7 @@
 "use client";
 // The browser side of tRPC: TanStack Query with tRPC's query-options factory (useTRPC()).
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
-import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from "@trpc/client";
+import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, TRPCClientError } from "@trpc/client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import { useState, type ReactNode } from "react";
 import superjson from "superjson";
@@ -9,8 +9,16 @@ import type { AppRouter } from "../server/root";
 
 export const { TRPCProvider, useTRPC, useTRPCClient } = createTRPCContext<AppRouter>();
 
+/** A query refused for want of a session (expired, or signed out in another tab): back to sign-in. */
+function signInAgain(error: unknown): void {
+  if (error instanceof TRPCClientError && (error.data as { code?: unknown } | undefined)?.code === "UNAUTHORIZED") {
+    window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname + window.location.search)}`);
+  }
+}
+
 function makeQueryClient(): QueryClient {
   return new QueryClient({
+    queryCache: new QueryCache({ onError: signInAgain }),
     defaultOptions: {
       queries: { staleTime: 10_000, refetchOnWindowFocus: false, retry: 1 },
     },
@@ -26,7 +34,8 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
         splitLink({
           condition: (op) => op.type === "subscription",
           true: httpSubscriptionLink({ url: "/api/trpc", transformer: superjson }),
-          false: httpBatchLink({ url: "/api/trpc", transformer: superjson }),
+          // The CSRF header: the server refuses a mutation without it (server/auth/csrf.ts).
+          false: httpBatchLink({ url: "/api/trpc", transformer: superjson, headers: { "x-keyflow-csrf": "1" } }),
         }),
       ],
     }),

@@ -208,7 +208,7 @@ let keepaliveClient: ReturnType<typeof createTRPCClient<AppRouter>> | undefined;
 /** A client whose requests outlive the page (fetch keepalive), for the last save when it hides. */
 function keepalive() {
   keepaliveClient ??= createTRPCClient<AppRouter>({
-    links: [httpLink({ url: "/api/trpc", transformer: superjson, fetch: (url, init) => fetch(url, { ...(init as RequestInit), keepalive: true }) })],
+    links: [httpLink({ url: "/api/trpc", transformer: superjson, headers: { "x-keyflow-csrf": "1" }, fetch: (url, init) => fetch(url, { ...(init as RequestInit), keepalive: true }) })],
   });
   return keepaliveClient;
 }

@@ -1,10 +1,10 @@
 import { catalog, type OperatorSpec } from "@keyflow/operators";
 import { toOperatorView, type OperatorView } from "../../catalog/operator-view";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { authedProcedure, createTRPCRouter } from "../trpc";
 
 let views: OperatorView[] | undefined;
 
 export const catalogRouter = createTRPCRouter({
   /** Every operator the engine knows, in palette order, as plain JSON (params as JSON Schema). */
-  list: publicProcedure.query(() => (views ??= catalog.map((spec: OperatorSpec) => toOperatorView(spec)))),
+  list: authedProcedure.query(() => (views ??= catalog.map((spec: OperatorSpec) => toOperatorView(spec)))),
 });

@@ -1,13 +1,17 @@
 import { z } from "zod";
 import { pipelineDocumentSchema, validatePipeline } from "@keyflow/operators";
+import { auditDiff } from "../services/audit";
 import { dryRunDraft } from "../services/dry-run";
 import { importDraft } from "../services/import";
 import { createPipeline, getPipeline, listPipelines, saveDraft, saveVersion } from "../services/pipelines";
-import { createTRPCRouter, publicProcedure } from "../trpc";
+import { fromJsonColumn } from "../json";
+import { analystProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const id = z.string().min(1);
 /** A pipeline's name is its document's name: it names Kafka topics (`<name>.dlq`). */
 const pipelineName = pipelineDocumentSchema.shape.name;
+/** Why, when the author says: kept on the audit record. */
+const reason = z.string().trim().max(2_000).optional();
 
 /** A dry run's sample: JSON lines (an uploaded file), or the last N records of the source's Kafka topic. */
 const dryRunSample = z.discriminatedUnion("kind", [
@@ -16,34 +20,68 @@ const dryRunSample = z.discriminatedUnion("kind", [
 ]);
 
 export const pipelineRouter = createTRPCRouter({
-  list: publicProcedure.query(async ({ ctx }) => listPipelines((await ctx.db()).prisma)),
+  list: authedProcedure.query(async ({ ctx }) => listPipelines((await ctx.db()).prisma)),
 
-  get: publicProcedure.input(z.object({ id })).query(async ({ ctx, input }) => getPipeline((await ctx.db()).prisma, input.id)),
+  get: authedProcedure.input(z.object({ id })).query(async ({ ctx, input }) => getPipeline((await ctx.db()).prisma, input.id)),
 
-  create: publicProcedure
-    .input(z.object({ name: pipelineName, description: z.string().max(2_000).optional(), graph: pipelineDocumentSchema.optional() }))
-    .mutation(async ({ ctx, input }) => createPipeline((await ctx.db()).prisma, input)),
+  create: analystProcedure
+    .input(z.object({ name: pipelineName, description: z.string().max(2_000).optional(), graph: pipelineDocumentSchema.optional(), reason }))
+    .mutation(async ({ ctx, input }) => {
+      const created = await createPipeline((await ctx.db()).prisma, input);
+      await ctx.audit({ action: "create", subjectType: "pipeline", subjectId: created.id, details: { pipelineId: created.id, name: created.name, diff: input.graph ? auditDiff(null, input.graph) : null }, reason: input.reason ?? null });
+      return created;
+    }),
 
-  saveDraft: publicProcedure
-    .input(z.object({ pipelineId: id, graph: pipelineDocumentSchema }))
-    .mutation(async ({ ctx, input }) => saveDraft((await ctx.db()).prisma, input)),
+  /** The autosave. Audited as an "edit" with its diff when something other than layout changed. */
+  saveDraft: analystProcedure
+    .input(z.object({ pipelineId: id, graph: pipelineDocumentSchema, reason }))
+    .mutation(async ({ ctx, input }) => {
+      const prisma = (await ctx.db()).prisma;
+      const before = await prisma.pipeline.findUnique({ where: { id: input.pipelineId }, select: { name: true, draft: true } });
+      const saved = await saveDraft(prisma, input);
+      const previous = before ? pipelineDocumentSchema.safeParse(before.draft) : null;
+      const diff = auditDiff(previous?.success ? previous.data : null, input.graph);
+      if (diff !== null) {
+        await ctx.audit({ action: "edit", subjectType: "pipeline", subjectId: input.pipelineId, details: { pipelineId: input.pipelineId, name: before?.name ?? input.graph.name, diff }, reason: input.reason ?? null });
+      }
+      return saved;
+    }),
 
-  saveVersion: publicProcedure
+  saveVersion: analystProcedure
     .input(z.object({ pipelineId: id, graph: pipelineDocumentSchema, message: z.string().max(2_000).default("") }))
-    .mutation(async ({ ctx, input }) => saveVersion((await ctx.db()).prisma, { ...input, author: ctx.actor })),
+    .mutation(async ({ ctx, input }) => {
+      const prisma = (await ctx.db()).prisma;
+      const previous = await prisma.pipelineVersion.findFirst({ where: { pipelineId: input.pipelineId }, orderBy: { number: "desc" }, select: { number: true, graph: true } });
+      const saved = await saveVersion(prisma, { ...input, author: ctx.user.email });
+      const before = previous ? fromJsonColumn(previous.graph, `version ${previous.number}`) : null;
+      await ctx.audit({
+        action: "save_version",
+        subjectType: "version",
+        subjectId: saved.version.id,
+        details: { pipelineId: input.pipelineId, name: input.graph.name, number: saved.version.number, graphHash: saved.version.graphHash, against: previous?.number ?? null, diff: auditDiff(before, input.graph) },
+        reason: input.message || null,
+      });
+      return saved;
+    }),
 
   /** Runs the draft on a sample through the runner's bounded mode: counts per node and port, alerts with their evidence, dead letters. */
-  dryRun: publicProcedure
+  dryRun: analystProcedure
     .input(z.object({ graph: pipelineDocumentSchema, sample: dryRunSample, sourceNodeId: z.string().min(1).optional() }))
     .mutation(({ ctx, input }) => dryRunDraft(ctx.env.runnerUrl, input)),
 
   /** An uploaded keyflow.pipeline/v1 file becomes a draft: of a new pipeline (`name`, default the file's), or of pipeline `into`. */
-  importDraft: publicProcedure
+  importDraft: analystProcedure
     .input(z.object({ graph: z.unknown(), into: id.optional(), name: pipelineName.optional() }))
-    .mutation(async ({ ctx, input }) => importDraft((await ctx.db()).prisma, input)),
+    .mutation(async ({ ctx, input }) => {
+      const result = await importDraft((await ctx.db()).prisma, input);
+      if (result.ok) {
+        await ctx.audit({ action: result.created ? "create" : "import", subjectType: "pipeline", subjectId: result.pipelineId, details: { pipelineId: result.pipelineId, name: result.name, imported: true } });
+      }
+      return result;
+    }),
 
   /** The shared validator's verdict on a graph. Stores nothing; a mutation so big graphs travel in the body, not the URL. */
-  validate: publicProcedure.input(z.object({ graph: pipelineDocumentSchema })).mutation(({ input }) => {
+  validate: authedProcedure.input(z.object({ graph: pipelineDocumentSchema })).mutation(({ input }) => {
     const { ok, issues } = validatePipeline(input.graph);
     return { ok, issues };
   }),

@@ -1,4 +1,5 @@
 import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import { refuseUnsafeRequest } from "../../../../server/auth/csrf";
 import { appRouter } from "../../../../server/root";
 import { createContext } from "../../../../server/trpc";
 
@@ -6,7 +7,10 @@ import { createContext } from "../../../../server/trpc";
 export const runtime = "nodejs";
 export const dynamic = "force-dynamic";
 
-function handler(req: Request): Promise<Response> {
+async function handler(req: Request): Promise<Response> {
+  // Mutations need application/json and the CSRF header, before tRPC parses anything.
+  const refused = refuseUnsafeRequest(req);
+  if (refused) return refused;
   return fetchRequestHandler({
     endpoint: "/api/trpc",
     req,

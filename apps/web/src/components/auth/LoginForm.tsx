@@ -1,0 +1,59 @@
+"use client";
+// The sign-in form: email and password to /api/auth/login, then on to where the person was going.
+import { useState, type FormEvent } from "react";
+import { errorMessage, postJson } from "./post-json";
+import "./auth.css";
+
+/** Only paths on this site: `next` must never send someone elsewhere after signing in. */
+function safeNext(next: string | null): string {
+  return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
+}
+
+export function LoginForm({ next }: { next: string | null }) {
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const res = await postJson("/api/auth/login", { email, password });
+      if (!res.ok) {
+        setError(errorMessage(res.data, `sign-in failed (${res.status})`));
+        return;
+      }
+      window.location.assign(safeNext(next));
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <main className="kf-auth">
+      <form className="kf-auth__card" onSubmit={submit} data-testid="login-form">
+        <h1>Sign in to Keyflow</h1>
+        <label className="kf-form-field">
+          Email
+          <input type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} data-testid="login-email" />
+        </label>
+        <label className="kf-form-field">
+          Password
+          <input type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} data-testid="login-password" />
+        </label>
+        {error ? (
+          <div className="kf-auth__error" role="alert" data-testid="login-error">
+            {error}
+          </div>
+        ) : null}
+        <button type="submit" className="kf-auth__submit" disabled={busy} data-testid="login-submit">
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,45 @@
+// People: who am I (any signed-in user), and for admins the list of accounts, new accounts and role
+// changes. Role changes are audited with the old and the new role.
+import { TRPCError } from "@trpc/server";
+import { z } from "zod";
+import { Prisma, type UserRole } from "@keyflow/db";
+import { hashPassword, MIN_PASSWORD_LENGTH } from "../auth/password";
+import { notFound } from "../errors";
+import { adminProcedure, authedProcedure, createTRPCRouter } from "../trpc";
+
+const role = z.enum(["analyst", "approver", "admin"]) satisfies z.ZodType<UserRole>;
+const email = z.string().trim().toLowerCase().pipe(z.email());
+const publicUser = { id: true, email: true, name: true, role: true, createdAt: true } as const;
+
+export const usersRouter = createTRPCRouter({
+  me: authedProcedure.query(({ ctx }) => ctx.user),
+
+  list: adminProcedure.query(async ({ ctx }) => (await ctx.db()).prisma.user.findMany({ orderBy: { email: "asc" }, select: publicUser })),
+
+  create: adminProcedure
+    .input(z.object({ email, name: z.string().trim().min(1).max(200), role, password: z.string().min(MIN_PASSWORD_LENGTH, `a password has at least ${MIN_PASSWORD_LENGTH} characters`).max(1_000) }))
+    .mutation(async ({ ctx, input }) => {
+      const prisma = (await ctx.db()).prisma;
+      try {
+        const user = await prisma.user.create({ data: { email: input.email, name: input.name, role: input.role, passwordHash: await hashPassword(input.password) }, select: publicUser });
+        await ctx.audit({ action: "user_create", subjectType: "user", subjectId: user.id, details: { email: user.email, name: user.name, role: user.role } });
+        return user;
+      } catch (error) {
+        if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") throw new TRPCError({ code: "CONFLICT", message: `a user with email ${input.email} already exists` });
+        throw error;
+      }
+    }),
+
+  setRole: adminProcedure.input(z.object({ userId: z.string().min(1), role, reason: z.string().trim().max(2_000).optional() })).mutation(async ({ ctx, input }) => {
+    const prisma = (await ctx.db()).prisma;
+    const before = await prisma.user.findUnique({ where: { id: input.userId }, select: { email: true, role: true } });
+    if (!before) throw notFound("user", input.userId);
+    // The last admin cannot step down: nobody could manage accounts afterwards.
+    if (before.role === "admin" && input.role !== "admin" && (await prisma.user.count({ where: { role: "admin" } })) <= 1) {
+      throw new TRPCError({ code: "PRECONDITION_FAILED", message: `${before.email} is the only admin; make someone else admin first` });
+    }
+    const user = await prisma.user.update({ where: { id: input.userId }, data: { role: input.role }, select: publicUser });
+    await ctx.audit({ action: "role_change", subjectType: "user", subjectId: user.id, details: { email: user.email, before: before.role, after: user.role }, reason: input.reason ?? null });
+    return user;
+  }),
+});
