@@ -98,7 +98,8 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
             ...kafkaFor(node.nodeId, undefined),
             topic: p.topic,
             guarantee: p.deliveryGuarantee,
-            transactionalId: safeId(`keyflow.${ctx.jobId}.${node.nodeId}`),
+            // Per job, sink node and sink subtask (one sink task today); the writer appends `.0`/`.1`.
+            transactionalId: safeId(`keyflow.${ctx.jobId}.${node.nodeId}.0`),
             transactionTimeoutMs: txTimeout,
             what: `node "${node.nodeId}"`,
             log: nodeLog,

@@ -67,8 +67,12 @@ export type DeadLetter = Extract<JobEmission, { kind: "deadLetter" }>;
 export interface CommittingWriter<T> {
   /** Where the output goes, for summaries and logs (`out/alerts.jsonl`, `kafka:alerts`). */
   readonly target: string;
-  /** `restored` is what prepareCommit returned for the checkpoint being restored (finish or undo it). */
-  open(restored: JsonValue | undefined): Promise<void>;
+  /**
+   * `restored` is what prepareCommit returned for the checkpoint being restored: finish its commit
+   * or undo what came after it. `restoredCommitted` says whether that checkpoint was marked committed
+   * (false: the previous run died between writing it and committing every sink).
+   */
+  open(restored: JsonValue | undefined, restoredCommitted?: boolean): Promise<void>;
   /** Accepts records of the current epoch; may buffer. Resolving is the backpressure. */
   write(records: readonly T[]): Promise<void>;
   /** Phase 1: everything written so far is durable but not yet visible; returns what commit needs. */

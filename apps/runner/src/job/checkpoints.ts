@@ -1,8 +1,10 @@
 // Durable checkpoints in a folder: one `chk-<id>/` per checkpoint, holding the engine's snapshot
-// (`state.bin`) and `_metadata.json` (source positions, sink commit handles, timings). A checkpoint
-// is written into a temporary folder and renamed into place, so it exists whole or not at all;
-// `_committed` is added once every sink has committed its epoch. A restore takes the newest
-// committed checkpoint; the last `retained` committed ones are kept.
+// (`state.bin`, or one file per task) and `_metadata.json` (source positions, the sinks' pending
+// transactions, timings). A checkpoint is written into a temporary folder, fsynced and renamed into
+// place, so it exists whole or not at all; once it exists it is complete (Flink's rule) and the sinks
+// may commit the epoch it lists. `_committed` is added once every sink has committed. A restore
+// takes the newest complete checkpoint, committed or not: the sinks finish a commit it lists as
+// pending (../io/kafka/writer.ts). The last `retained` checkpoints are kept.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -60,6 +62,8 @@ export interface TaskCheckpointState {
 
 export interface StoredCheckpoint {
   meta: CheckpointMeta;
+  /** Every sink committed this checkpoint's epoch (`_committed`); false: a restore finishes the commit. */
+  committed: boolean;
   /** The whole job's snapshot (single-threaded jobs); undefined when the checkpoint has task files. */
   state: Uint8Array | undefined;
   /** Parallel jobs: each task's snapshot. */
@@ -77,6 +81,7 @@ export interface CheckpointStore {
   /** Takes the store for this process; refuses a folder another live runner uses. */
   acquire(): Promise<void>;
   release(): Promise<void>;
+  /** The newest complete checkpoint, committed or not. */
   latest(): Promise<StoredCheckpoint | undefined>;
   /** An id greater than every checkpoint in the store, committed or not. */
   nextId(): Promise<number>;
@@ -149,7 +154,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     this.locked = false;
   }
 
-  private async entries(): Promise<{ id: number; dir: string; committed: boolean }[]> {
+  private async entries(): Promise<{ id: number; dir: string }[]> {
     let names: string[];
     try {
       names = await fs.readdir(this.location);
@@ -157,39 +162,20 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       if (isNotFound(err)) return [];
       throw err;
     }
-    const out: { id: number; dir: string; committed: boolean }[] = [];
+    const out: { id: number; dir: string }[] = [];
     for (const n of names) {
       const m = CHK.exec(n);
       if (!m?.[1]) continue;
-      const dir = path.join(this.location, n);
-      const committed = await fs.stat(path.join(dir, "_committed")).then(() => true, () => false);
-      out.push({ id: Number(m[1]), dir, committed });
+      out.push({ id: Number(m[1]), dir: path.join(this.location, n) });
     }
     return out.sort((a, b) => a.id - b.id);
   }
 
   async latest(): Promise<StoredCheckpoint | undefined> {
-    const committed = (await this.entries()).filter((e) => e.committed);
-    const newest = committed[committed.length - 1];
+    const all = await this.entries();
+    const newest = all[all.length - 1];
     if (!newest) return undefined;
-    const metaPath = path.join(newest.dir, "_metadata.json");
-    let meta: CheckpointMeta;
-    try {
-      meta = metaSchema.parse(JSON.parse(await fs.readFile(metaPath, "utf8")));
-    } catch (err) {
-      throw new Error(`checkpoint "${metaPath}" is unreadable: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    if (meta.tasks) {
-      const tasks: NonNullable<StoredCheckpoint["tasks"]> = [];
-      for (const t of meta.tasks) {
-        if (t.file === undefined) continue;
-        const state = new Uint8Array(await fs.readFile(path.join(newest.dir, t.file)));
-        tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}) });
-      }
-      return { meta, state: undefined, tasks };
-    }
-    const state = new Uint8Array(await fs.readFile(path.join(newest.dir, "state.bin")));
-    return { meta, state };
+    return readCheckpointFolder(newest.dir);
   }
 
   async nextId(): Promise<number> {
@@ -219,11 +205,10 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     await this.prune();
   }
 
-  /** Keeps the newest `retained` committed checkpoints; drops older ones and abandoned attempts. */
+  /** Keeps the newest `retained` checkpoints; drops older ones and abandoned attempts. */
   private async prune(): Promise<void> {
     const all = await this.entries();
-    const committed = all.filter((e) => e.committed);
-    const keepFrom = committed[Math.max(0, committed.length - this.retained)]?.id ?? 0;
+    const keepFrom = all[Math.max(0, all.length - this.retained)]?.id ?? 0;
     for (const e of all) {
       if (e.id < keepFrom) await fs.rm(e.dir, { recursive: true, force: true });
     }
@@ -231,6 +216,33 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       if (n.startsWith(".chk-") && n.includes(".inprogress-")) await fs.rm(path.join(this.location, n), { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * Reads a checkpoint or savepoint folder (`chk-<id>/` or `savepoint-…/`): its metadata and state.
+ * A folder without `_metadata.json` is not a complete checkpoint.
+ */
+export async function readCheckpointFolder(dir: string): Promise<StoredCheckpoint> {
+  const metaPath = path.join(dir, "_metadata.json");
+  let meta: CheckpointMeta;
+  try {
+    meta = metaSchema.parse(JSON.parse(await fs.readFile(metaPath, "utf8")));
+  } catch (err) {
+    if (isNotFound(err)) throw new Error(`"${dir}" is not a checkpoint or savepoint: it has no _metadata.json`);
+    throw new Error(`checkpoint "${metaPath}" is unreadable: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const committed = await fs.stat(path.join(dir, "_committed")).then(() => true, () => false);
+  if (meta.tasks) {
+    const tasks: NonNullable<StoredCheckpoint["tasks"]> = [];
+    for (const t of meta.tasks) {
+      if (t.file === undefined) continue;
+      const state = new Uint8Array(await fs.readFile(path.join(dir, t.file)));
+      tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}) });
+    }
+    return { meta, committed, state: undefined, tasks };
+  }
+  const state = new Uint8Array(await fs.readFile(path.join(dir, "state.bin")));
+  return { meta, committed, state };
 }
 
 async function writeSynced(file: string, data: string | Uint8Array): Promise<void> {

@@ -6,9 +6,13 @@
 // so a checkpoint there is consistent without barriers: the engine's snapshot, the position after
 // the last processed batch of every source, and each sink's staged epoch.
 //
-// Checkpoint protocol (two-phase commit): snapshot → sinks prepareCommit → write `chk-<id>`
-// → sinks commit → mark it committed → sources checkpointCompleted (Kafka commits group offsets).
-// A restore takes the newest committed checkpoint; sinks finish or undo the commit it describes.
+// Checkpoint protocol (two-phase commit, Flink's TwoPhaseCommitSinkFunction): snapshot → sinks
+// prepareCommit (flush; each returns its pending transaction) → write `chk-<id>` durably (fsync) →
+// sinks commit → mark it committed → sources checkpointCompleted (Kafka commits group offsets).
+// The checkpoint is complete once written: a restore takes the newest written checkpoint and the
+// sinks finish the commit it lists (committing again what already committed changes nothing), then
+// the driver marks it committed before the sinks write anything new. KEYFLOW_CRASH_AT (./crash-hook)
+// kills the process between the phases in tests.
 import { createHash } from "node:crypto";
 import { LocalJob, mergeJobSnapshots, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type ExchangeOptions, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
@@ -18,6 +22,7 @@ import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
+import { crashPoint } from "./crash-hook";
 import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
 import { CHECKPOINT_FORMAT, taskFile } from "./checkpoints";
 import type { Clock } from "./clock";
@@ -219,8 +224,15 @@ export class JobDriver {
       this.deadLetters = connectors.deadLetters();
       this.sources = endpoints.sources.map((node) => connectors.source(node));
 
-      await Promise.all([...this.sinks.values()].map((s) => s.open(restored?.meta.sinks[s.nodeId])));
-      await this.deadLetters.open(restored?.meta.deadLetters);
+      const restoredCommitted = restored?.committed ?? true;
+      await Promise.all([...this.sinks.values()].map((s) => s.open(restored?.meta.sinks[s.nodeId], restoredCommitted)));
+      await this.deadLetters.open(restored?.meta.deadLetters, restoredCommitted);
+      if (restored && !restored.committed) {
+        // The previous run died between writing this checkpoint and committing every sink; the sinks
+        // have just finished its commit. Marked now, before any sink writes again (../io/kafka/writer.ts).
+        await checkpoints.markCommitted(restored.meta.id);
+        this.log.info(`finished the commit of checkpoint ${restored.meta.id} left pending by the previous run`);
+      }
       for (const source of this.sources) {
         this.positions.set(source.nodeId, await source.open(restored?.meta.sources[source.nodeId]));
         if (source.idleTimeoutMs !== undefined) this.activity.set(source.nodeId, { lastRecordAt: new Map(), idle: new Set() });
@@ -454,6 +466,7 @@ export class JobDriver {
     sinkList.forEach((s, i) => {
       sinks[s.nodeId] = prepared[i] ?? null;
     });
+    crashPoint("after-precommit");
     await checkpoints.write(
       {
         format: CHECKPOINT_FORMAT,
@@ -470,8 +483,10 @@ export class JobDriver {
       },
       state,
     );
+    crashPoint("after-checkpoint-write");
     await Promise.all(sinkList.map((s, i) => s.commit(id, prepared[i] ?? null)));
     await this.requireDeadLetters().commit(id, deadLetters);
+    crashPoint("after-commit");
     await checkpoints.markCommitted(id);
     for (const source of this.sources) await source.checkpointCompleted?.(sources[source.nodeId] ?? null);
     this.checkpointsCompleted++;

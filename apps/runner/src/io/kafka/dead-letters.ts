@@ -47,8 +47,8 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
   get target(): string {
     return this.writer.target;
   }
-  open(_restored: JsonValue | undefined): Promise<void> {
-    return this.writer.open();
+  open(restored: JsonValue | undefined, restoredCommitted?: boolean): Promise<void> {
+    return this.writer.open(restored, restoredCommitted);
   }
   write(letters: readonly DeadLetter[]): Promise<void> {
     return this.writer.send(letters.map(deadLetterMessage));

@@ -247,13 +247,10 @@ describe("source.kafka -> filter -> sink.kafka on the real broker", () => {
     expect((await api<JobView>("DELETE", `/jobs/${deploymentId}`)).json.status).toBe("stopped");
   });
 
-  // KNOWN BUG (issue 4, open): the sink commits a checkpoint's Kafka transaction before the checkpoint
-  // is recorded as complete; a SIGKILL between the two makes the restarted run replay that
-  // checkpoint's records into a new transaction, so read_committed sees them twice. Clean-clone CI
-  // runs hit it intermittently (duplicates p2001-p2016 on 2026-12-02). Re-enable once recovery knows
-  // which transaction committed (record its id in the checkpoint before committing, or commit the
-  // source offsets inside the same transaction).
-  it.skip("exactly-once across a SIGKILL: the restarted run's output, read committed, has every alert once", async () => {
+  // Was the known bug of issue 4 (the transaction committed before its checkpoint was recorded, so a
+  // SIGKILL between the two replayed it); the two-phase commit of io/kafka/writer.ts fixed it.
+  // Each phase of that commit is crashed in src/job/exactly-once.int.test.ts.
+  it("exactly-once across a SIGKILL: the restarted run's output, read committed, has every alert once", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "keyflow-it-crash-"));
     const name = `crash-${run}`;
     const sinkTopic = `it-${run}-crash-alerts`;

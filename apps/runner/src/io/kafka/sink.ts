@@ -15,8 +15,8 @@ export class KafkaSink implements RecordSink {
     return this.writer.target;
   }
 
-  open(_restored: JsonValue | undefined): Promise<void> {
-    return this.writer.open();
+  open(restored: JsonValue | undefined, restoredCommitted?: boolean): Promise<void> {
+    return this.writer.open(restored, restoredCommitted);
   }
 
   write(records: readonly SinkRecord[]): Promise<void> {

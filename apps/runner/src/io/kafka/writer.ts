@@ -3,15 +3,29 @@
 // at-least-once: an idempotent producer (acks=all, one request in flight, so no reordering or
 //   duplicates from retries); every send is acknowledged before the checkpoint completes, so a
 //   restore may write an epoch again but never loses one.
-// exactly-once: one Kafka transaction per epoch under a stable transactionalId (per job and sink).
-//   prepareCommit flushes the sends; commit commits the transaction after the checkpoint is durable.
-//   A restarted job's producer, with the same transactionalId, fences the old one and aborts what it
-//   left open. Known gap (kafkajs cannot resume a transaction by producer id and epoch): a crash
-//   between commitTransaction and marking the checkpoint committed repeats that epoch once.
+// exactly-once: Flink's TwoPhaseCommitSinkFunction. An epoch's records go into one Kafka transaction;
+//   prepareCommit (the barrier) flushes them and returns the transaction's transactional id, producer
+//   id and epoch; the driver writes them into `chk-<n>/_metadata.json` and fsyncs it; only then does
+//   commit send EndTxn. A run that restores checkpoint n whose `_committed` marker is missing commits
+//   the transaction it lists (./transactions.ts: EndTxn with the recorded id and epoch, no
+//   InitProducerId, which would abort it); committing an already committed transaction is a no-op.
+//
+// Two transactional ids per sink and subtask, `<job>.<node>.<subtask>.0` and `.1`, used by turns (an
+//   epoch's transaction under one, the next epoch's under the other): the epoch after checkpoint n
+//   never writes under the id whose transaction checkpoint n may still need to commit on recovery,
+//   and a new transaction never starts on the id that just committed (kafkajs then trips on the
+//   broker's CONCURRENT_TRANSACTIONS, tulios/kafkajs#1315). An id is used again only after the
+//   checkpoint that committed its previous transaction carries `_committed`, which is what makes a
+//   recovery's re-commit safe: kafkajs's old EndTxn versions keep one producer epoch across the
+//   transactions of a producer (no KIP-890 epoch bump), so a stale EndTxn would otherwise commit a
+//   newer transaction's partial output. A bounded set of ids (not one per checkpoint, as Flink's
+//   KafkaSink does) keeps the broker's transaction state from growing with every checkpoint.
 import { CompressionTypes, Partitioners, type Admin, type Kafka, type Message, type Producer, type Transaction } from "kafkajs";
+import { z } from "zod";
 import type { JsonValue } from "@keyflow/operators";
 import type { Logger } from "../../log";
 import { ensureTopic } from "./client";
+import { commitRecoveredTransaction, producerIdentity } from "./transactions";
 
 export type DeliveryGuarantee = "exactly-once" | "at-least-once";
 
@@ -20,17 +34,37 @@ export interface KafkaWriterOptions {
   admin: () => Promise<Admin>;
   topic: string;
   guarantee: DeliveryGuarantee;
-  /** Required for exactly-once: stable across restarts of the same job. */
+  /** Required for exactly-once: stable across restarts of the same job; `.0` and `.1` are appended. */
   transactionalId?: string;
-  /** How long the broker keeps an open transaction: more than a checkpoint interval. */
+  /** How long the broker keeps an open transaction: more than a checkpoint interval plus a recovery. */
   transactionTimeoutMs?: number;
   /** Names the writer in errors: `node "alerts"` or `the dead-letter topic`. */
   what: string;
   log: Logger;
 }
 
+/** What prepareCommit returns for an exactly-once sink, stored in the checkpoint. */
+export const preparedTransactionSchema = z.object({
+  transactionalId: z.string(),
+  slot: z.union([z.literal(0), z.literal(1)]),
+  /** False when the epoch wrote nothing (no transaction was begun): nothing to commit. */
+  open: z.boolean(),
+  producerId: z.string().regex(/^\d+$/).optional(),
+  producerEpoch: z.number().int().optional(),
+});
+export type PreparedTransaction = z.infer<typeof preparedTransactionSchema>;
+
+interface Slot {
+  transactionalId: string;
+  producer: Producer;
+}
+
 export class KafkaWriter {
+  /** at-least-once: the one producer. */
   private producer: Producer | undefined;
+  /** exactly-once: the two transactional producers used by turns. */
+  private slots: Slot[] = [];
+  private current: 0 | 1 = 0;
   private transaction: Transaction | undefined;
   /** The one send in flight; later sends wait for it (ordering and backpressure). */
   private inflight: Promise<void> = Promise.resolve();
@@ -46,24 +80,49 @@ export class KafkaWriter {
     return new Error(`${this.opts.what} (Kafka topic "${this.opts.topic}"): ${message}`);
   }
 
-  async open(): Promise<void> {
+  /**
+   * `restored`: what prepareCommit returned for the checkpoint being restored; `restoredCommitted`:
+   * whether that checkpoint was marked committed. When it was not, its transaction is committed here
+   * (phase 2 finished by the new run) before anything else touches its transactional id.
+   */
+  async open(restored?: JsonValue, restoredCommitted = true): Promise<void> {
     const { kafka, guarantee, transactionalId } = this.opts;
     await ensureTopic(await this.opts.admin(), this.opts.topic);
-    if (guarantee === "exactly-once" && !transactionalId) throw this.fail("exactly-once needs a transactionalId");
-    this.producer = kafka.producer({
-      createPartitioner: Partitioners.DefaultPartitioner,
-      allowAutoTopicCreation: false,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      ...(guarantee === "exactly-once" ? { transactionalId, transactionTimeout: this.opts.transactionTimeoutMs ?? 60_000 } : {}),
-    });
-    await this.producer.connect();
-    if (guarantee === "exactly-once") {
-      // Register the transactionalId now (InitProducerId): this fences a previous incarnation of the
-      // job and aborts the transaction it left open, instead of waiting for the first record.
-      const fence = await this.producer.transaction();
-      await fence.abort();
+    const common = { createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1 };
+    if (guarantee === "at-least-once") {
+      this.producer = kafka.producer(common);
+      await this.producer.connect();
+      return;
     }
+    if (!transactionalId) throw this.fail("exactly-once needs a transactionalId");
+    const parsed = restored === undefined || restored === null ? undefined : preparedTransactionSchema.safeParse(restored);
+    if (parsed && !parsed.success) this.opts.log.warn(`the checkpoint's transaction handle is not understood (${JSON.stringify(restored)}); nothing to finish`);
+    const pending = parsed?.success ? parsed.data : undefined;
+    let recommitted: 0 | 1 | undefined;
+    if (pending && pending.open && !restoredCommitted) {
+      if (pending.producerId === undefined || pending.producerEpoch === undefined) throw this.fail(`the checkpoint lists transaction "${pending.transactionalId}" without its producer id and epoch`);
+      await commitRecoveredTransaction(kafka, pending.transactionalId, { producerId: pending.producerId, producerEpoch: pending.producerEpoch }).catch((err: unknown) => {
+        throw this.fail(`finishing the commit of the restored checkpoint: ${err instanceof Error ? err.message : String(err)}`);
+      });
+      this.opts.log.info(`committed transaction "${pending.transactionalId}" (producer ${pending.producerId}, epoch ${pending.producerEpoch}) left pending by the previous run`);
+      recommitted = pending.slot;
+    }
+    const timeout = this.opts.transactionTimeoutMs ?? 60_000;
+    for (const slot of [0, 1] as const) {
+      const id = `${transactionalId}.${slot}`;
+      const producer = kafka.producer({ ...common, transactionalId: id, transactionTimeout: timeout });
+      await producer.connect();
+      this.slots.push({ transactionalId: id, producer });
+      // InitProducerId now fences a previous incarnation and aborts the transaction it left open
+      // (output after the restored checkpoint, to be produced again), instead of at the first record.
+      // The id whose transaction was just committed is left alone until its turn comes (its first
+      // transaction initialises it), which is after the driver marked the checkpoint committed.
+      if (slot !== recommitted) {
+        const fence = await producer.transaction();
+        await fence.abort();
+      }
+    }
+    this.current = recommitted === 0 ? 1 : 0;
   }
 
   /** Queues `messages` behind the send in flight; resolves when the previous send completed. */
@@ -71,13 +130,12 @@ export class KafkaWriter {
     if (messages.length === 0) return;
     await this.inflight;
     this.throwIfFailed();
-    const producer = this.requireProducer();
     let sending: Promise<unknown>;
     if (this.opts.guarantee === "exactly-once") {
-      this.transaction ??= await producer.transaction();
+      this.transaction ??= await this.requireSlot().producer.transaction();
       sending = this.transaction.send({ topic: this.opts.topic, messages, compression: CompressionTypes.None });
     } else {
-      sending = producer.send({ topic: this.opts.topic, messages, acks: -1 });
+      sending = this.requireProducer().send({ topic: this.opts.topic, messages, acks: -1 });
     }
     this.inflight = sending.then(
       () => undefined,
@@ -87,29 +145,41 @@ export class KafkaWriter {
     );
   }
 
-  /** Phase 1: every send acknowledged. */
+  /** Phase 1: every send acknowledged; for exactly-once, the transaction to record in the checkpoint. */
   async prepareCommit(): Promise<JsonValue> {
     await this.inflight;
     this.throwIfFailed();
     if (this.opts.guarantee === "at-least-once") return null;
-    return { transactionalId: this.opts.transactionalId ?? null, open: this.transaction !== undefined };
+    const slot = this.requireSlot();
+    const prepared: PreparedTransaction = { transactionalId: slot.transactionalId, slot: this.current, open: this.transaction !== undefined };
+    if (this.transaction) {
+      const identity = producerIdentity(slot.transactionalId);
+      if (!identity) throw this.fail(`no producer id known for transactional id "${slot.transactionalId}"`);
+      prepared.producerId = identity.producerId;
+      prepared.producerEpoch = identity.producerEpoch;
+    }
+    return prepared;
   }
 
-  /** Phase 2: commits the epoch's transaction (exactly-once). */
+  /** Phase 2: the checkpoint listing the transaction is durable; commit it (exactly-once). */
   async commit(): Promise<void> {
+    if (this.opts.guarantee === "at-least-once") return;
     const txn = this.transaction;
     this.transaction = undefined;
-    if (txn) await txn.commit();
+    if (!txn) return;
+    await txn.commit();
+    this.current = this.current === 0 ? 1 : 0;
   }
 
   async close(): Promise<void> {
-    const producer = this.producer;
+    const producers = [...(this.producer ? [this.producer] : []), ...this.slots.map((s) => s.producer)];
     this.producer = undefined;
+    this.slots = [];
     const txn = this.transaction;
     this.transaction = undefined;
     await this.inflight;
     if (txn && txn.isActive()) await txn.abort().catch((err: unknown) => this.opts.log.warn(`aborting the open transaction failed: ${String(err)}`));
-    if (producer) await producer.disconnect();
+    for (const p of producers) await p.disconnect();
   }
 
   private throwIfFailed(): void {
@@ -119,5 +189,11 @@ export class KafkaWriter {
   private requireProducer(): Producer {
     if (!this.producer) throw this.fail("the producer is not open");
     return this.producer;
+  }
+
+  private requireSlot(): Slot {
+    const s = this.slots[this.current];
+    if (!s) throw this.fail("the transactional producers are not open");
+    return s;
   }
 }
