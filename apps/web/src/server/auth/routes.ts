@@ -29,11 +29,12 @@ export async function login(req: Request, prisma: () => Promise<PrismaClient>): 
     await appendAuditEvent(db, { actor: parsed.data.email, action: "login_failed", subjectType: "session", subjectId: parsed.data.email, details: { knownUser: Boolean(user) } });
     return Response.json({ error: { message: "wrong email or password" } }, { status: 401 });
   }
-  const session = await createSession(db, user.id);
+  const now = new Date();
+  const session = await createSession(db, user.id, now);
   await appendAuditEvent(db, { actor: user.email, action: "login", subjectType: "user", subjectId: user.id, details: { role: user.role } });
   return Response.json(
     { user: { id: user.id, email: user.email, name: user.name, role: user.role } },
-    { status: 200, headers: { "set-cookie": sessionCookie(session.token, session.expiresAt), "cache-control": "no-store" } },
+    { status: 200, headers: { "set-cookie": sessionCookie(session.token, session.expiresAt, now), "cache-control": "no-store" } },
   );
 }
 
