@@ -1,13 +1,14 @@
 // Live operations on the canvas, driven in Chromium against a real runner (`keyflow serve`): a
-// pipeline on the demo source (200 payments/s) → keyBy → velocity → file sink, created and deployed
-// through the API, shows moving figures on its nodes (over the tRPC subscription, server-sent
-// events) and throughput on its edges; the Operations tab lists completed checkpoints (every 2 s)
-// with their chart, and stops the deployment.
+// pipeline on the demo source (200 payments/s) → keyBy → velocity → file sink, and → filter → a
+// second file sink, created and deployed through the API, shows moving figures on its nodes (over
+// the tRPC subscription, server-sent events) and throughput on its edges; throttling the second
+// sink from its live panel turns the nodes above it HIGH and marks the sink as the bottleneck
+// within seconds, and lifting the throttle brings them back to OK; the Operations tab lists
+// completed checkpoints (every 2 s) with their chart, and stops the deployment.
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
 import { apiClient, artifactPath, launchBrowser, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
-
 
 function livePipeline(name: string): PipelineDocumentInput {
   return {
@@ -20,11 +21,15 @@ function livePipeline(name: string): PipelineDocumentInput {
       { id: "byCard", type: "keyBy", label: "By card", params: { field: "cardId" }, position: { x: 300, y: 80 } },
       { id: "vel", type: "velocity", label: "Card testing", params: { threshold: 3, windowMs: "1m", idField: "txId" }, position: { x: 600, y: 80 } },
       { id: "alerts", type: "sink.file", label: "Alerts", params: { path: `${name}/alerts.jsonl` }, position: { x: 900, y: 80 } },
+      { id: "paid", type: "filter", label: "Paid", params: { expression: "amount > 0" }, position: { x: 300, y: 420 } },
+      { id: "out", type: "sink.file", label: "All paid", params: { path: `${name}/paid.jsonl` }, position: { x: 600, y: 420 } },
     ],
     edges: [
       { from: "payments", to: "byCard" },
       { from: "byCard", to: "vel" },
       { from: "vel", to: "alerts" },
+      { from: "payments", to: "paid" },
+      { from: "paid", to: "out" },
     ],
   };
 }
@@ -45,7 +50,8 @@ describe("live operations on the canvas", () => {
   beforeAll(async () => {
     runner = await startRunner("live");
     app = await startWebApp({ name: "live", env: { RUNNER_URL: runner.url } });
-    browser = await launchBrowser();
+    // Signed in as an analyst (e2e/support): analysts deploy to shadow and operate their deployments.
+    browser = await launchBrowser({ viewport: { width: 1600, height: 1000 } });
     const api = apiClient(app.url, "operator");
     const created = await api.pipeline.create.mutate({ name, graph: livePipeline(name) });
     pipelineId = created.id;
@@ -94,6 +100,41 @@ describe("live operations on the canvas", () => {
 
     await page.screenshot({ path: artifactPath("live-canvas.png") });
     expect(browser.externalRequests).toEqual([]);
+  });
+
+  it("turns the nodes above a throttled sink HIGH with the sink as the cause, and recovers once lifted", async () => {
+    const { page } = browser;
+    const source = page.getByTestId("live-payments");
+    const paid = page.getByTestId("live-paid");
+    const sink = page.getByTestId("live-out");
+    // Running free: every node has a backpressure level from the runner, all OK.
+    for (const node of [source, paid, page.getByTestId("live-byCard"), page.getByTestId("live-vel")]) {
+      await expect.poll(() => node.getAttribute("data-backpressure"), { timeout: 15_000 }).toBe("ok");
+    }
+    await expect.poll(() => sink.getAttribute("data-role"), { timeout: 15_000 }).not.toBe("cause");
+    expect(await page.getByTestId("throttle-out-state").textContent()).toBe("no throttle");
+
+    // Throttle the sink to 5 records/s (the source makes 200/s), from its live panel.
+    await page.getByTestId("throttle-out-input").fill("5");
+    await page.getByTestId("throttle-out-set").click();
+    await expect.poll(async () => page.getByTestId("throttle-out-state").textContent(), { timeout: 15_000 }).toBe("throttled to 5/s");
+    await expect.poll(() => paid.getAttribute("data-backpressure"), { timeout: 30_000 }).toBe("high");
+    await expect.poll(() => sink.getAttribute("data-role"), { timeout: 30_000 }).toBe("cause");
+    // The nodes above are waiting for the sink, not slow themselves.
+    await expect.poll(() => paid.getAttribute("data-role"), { timeout: 10_000 }).toBe("waiting");
+    expect(await source.getAttribute("data-backpressure")).toBe("high");
+    expect(await paid.textContent()).toMatch(/HIGH\s+\d+ %/);
+    expect(await paid.textContent()).toMatch(/waiting on out/);
+    expect(await sink.textContent()).toMatch(/bottleneck/);
+    await page.screenshot({ path: artifactPath("live-throttled.png") });
+
+    // Lift it: the pipeline runs free again.
+    await page.getByTestId("throttle-out-lift").click();
+    await expect.poll(async () => page.getByTestId("throttle-out-state").textContent(), { timeout: 15_000 }).toBe("no throttle");
+    await expect.poll(() => paid.getAttribute("data-backpressure"), { timeout: 30_000 }).toBe("ok");
+    await expect.poll(() => sink.getAttribute("data-role"), { timeout: 30_000 }).not.toBe("cause");
+    await expect.poll(() => source.getAttribute("data-backpressure"), { timeout: 30_000 }).toBe("ok");
+    await page.screenshot({ path: artifactPath("live-throttle-lifted.png") });
   });
 
   it("lists completed checkpoints in the Operations tab, and stops the deployment", async () => {

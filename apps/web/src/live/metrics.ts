@@ -23,6 +23,9 @@ const runnerNodeSchema = z.looseObject({
   stateBytes: z.number().default(0),
   watermark: finiteOrNull,
   ...taskTimesShape,
+  queuedRecords: z.number().optional(),
+  /** Sinks: the records-per-second cap set on the runner (null: none). */
+  throttleRecordsPerSecond: z.number().nullable().optional(),
 });
 
 /** A task or subtask of a parallel job: the nodes chained in it and where its time goes. */
@@ -31,6 +34,8 @@ const runnerTaskSchema = z.looseObject({
   subtask: z.number().optional(),
   nodes: z.array(z.string()).default([]),
   queuedRecords: z.number().optional(),
+  /** Records that entered each node in this subtask. */
+  recordsIn: z.record(z.string(), z.number()).optional(),
   ...taskTimesShape,
 });
 
@@ -71,6 +76,8 @@ export interface LiveNodeMetrics {
   idleTimeMsPerSecond?: number;
   /** Records queued on the node's task's output channels, when reported. */
   queuedRecords?: number;
+  /** Sinks: the records-per-second cap in force on the runner (null: none); absent for other nodes. */
+  throttleRecordsPerSecond?: number | null;
 }
 
 export interface LiveMetrics {
@@ -131,6 +138,7 @@ export function toLiveMetrics(deploymentId: string, snap: RunnerSnapshot, previo
     if (m.busyTimeMsPerSecond !== undefined) fromNode.busyTimeMsPerSecond = m.busyTimeMsPerSecond;
     if (m.backPressuredTimeMsPerSecond !== undefined) fromNode.backPressuredTimeMsPerSecond = m.backPressuredTimeMsPerSecond;
     if (m.idleTimeMsPerSecond !== undefined) fromNode.idleTimeMsPerSecond = m.idleTimeMsPerSecond;
+    if (m.queuedRecords !== undefined) fromNode.queuedRecords = m.queuedRecords;
     nodes[id] = {
       type: m.type,
       recordsIn: m.recordsIn,
@@ -147,6 +155,7 @@ export function toLiveMetrics(deploymentId: string, snap: RunnerSnapshot, previo
       deadLettersPerSecond: counterRate(m.deadLetters, p?.deadLetters, seconds),
       ...times.get(id),
       ...fromNode,
+      ...(m.throttleRecordsPerSecond !== undefined ? { throttleRecordsPerSecond: m.throttleRecordsPerSecond } : {}),
     };
   }
   const sourceLag: LiveMetrics["sourceLag"] = {};

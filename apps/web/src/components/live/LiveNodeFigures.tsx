@@ -1,12 +1,14 @@
 "use client";
 // What a node of a running pipeline shows: throughput in and out, a sparkline, watermark lag, keys,
 // state, late records and dead letters, and (when the runner reports them) busy time and the
-// backpressure level, with the bottleneck marked as the cause and the nodes above it as waiting.
+// backpressure level, with the bottleneck marked as the cause and the nodes above it as waiting;
+// on a sink, its throttle.
 import { formatBytes, formatCount, formatRate, formatWatermarkLag } from "../../live/format";
 import type { NodeVerdict } from "../../live/bottleneck";
 import { useOptionalPipelineTools } from "../versions/tools-context";
 import { useLive } from "./LiveContext";
 import "./live.css";
+import { SinkThrottle } from "./SinkThrottle";
 import { Sparkline } from "./Sparkline";
 
 const EMPTY: readonly never[] = [];
@@ -86,6 +88,7 @@ export function LiveNodeFigures({ nodeId }: { nodeId: string }) {
           {role && role !== "ok" ? <span className={`kf-live__role kf-live__role--${role}`}>{ROLE_TEXT[role]}{verdict.causes ? ` on ${verdict.causes.join(", ")}` : ""}</span> : null}
         </div>
       ) : null}
+      {m.throttleRecordsPerSecond !== undefined ? <SinkThrottle deploymentId={live.deploymentId} nodeId={nodeId} current={m.throttleRecordsPerSecond} /> : null}
     </div>
   );
 }

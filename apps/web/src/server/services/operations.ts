@@ -2,6 +2,7 @@
 // rates computed here from successive counters), its checkpoints against the pipeline's timeout, and
 // a graceful stop. The deployment's runner job id comes from the database, never from the browser.
 import { TRPCError } from "@trpc/server";
+import { z } from "zod";
 import { pipelineSettingsSchema } from "@keyflow/operators";
 import type { PrismaClient } from "@keyflow/db";
 import { runnerSnapshotSchema, toLiveMetrics, type LiveMetrics, type RunnerSnapshot } from "../../live/metrics";
@@ -114,4 +115,47 @@ export async function stopDeployment(prisma: PrismaClient, runnerUrl: string, de
     jobStatus: job?.status ?? "gone",
     finalCheckpoint: job?.lastCheckpoint ? { id: job.lastCheckpoint.id, durationMs: job.lastCheckpoint.durationMs, stateBytes: job.lastCheckpoint.stateBytes } : null,
   };
+}
+
+// ---- Throttle (an operations / debugging control) --------------------------------------------------
+
+const throttleAnswerSchema = z.object({ jobId: z.string(), throttles: z.record(z.string(), z.number().nullable()) });
+
+/**
+ * Sets a records-per-second cap on a sink node of the running deployment, or lifts it (null):
+ * POST /jobs/:id/nodes/:node/throttle on the runner, which refuses a node that is not a sink.
+ */
+export async function throttleSink(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string; recordsPerSecond: number | null }) {
+  const deployment = await findDeployment(prisma, input.deploymentId);
+  const path = `/jobs/${encodeURIComponent(deployment.runnerJobId)}/nodes/${encodeURIComponent(input.nodeId)}/throttle`;
+  const json = await runnerJson(runnerUrl, path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recordsPerSecond: input.recordsPerSecond }) }, input.deploymentId);
+  const parsed = throttleAnswerSchema.safeParse(json);
+  if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected throttle answer from the runner: ${z.prettifyError(parsed.error)}` });
+  return { deploymentId: input.deploymentId, nodeId: input.nodeId, recordsPerSecond: parsed.data.throttles[input.nodeId] ?? null };
+}
+
+/** A runner call of the operations panels: 404 → NOT_FOUND, 400 → BAD_REQUEST with the runner's reason, other failures → BAD_GATEWAY. */
+async function runnerJson(runnerUrl: string, path: string, init: RequestInit, deploymentId: string): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetch(`${runnerUrl}${path}`, { ...init, signal: AbortSignal.timeout(15_000) });
+  } catch (error) {
+    const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+    throw new TRPCError({ code: "BAD_GATEWAY", message: `the runner at ${runnerUrl} did not answer (${reason})` });
+  }
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new TRPCError({ code: "BAD_GATEWAY", message: `the runner answered ${path} with something other than JSON: ${text.slice(0, 200)}` });
+  }
+  if (!response.ok) {
+    const err = z.object({ error: z.string(), issues: z.array(z.string()).optional() }).safeParse(json);
+    const reason = err.success ? [err.data.error, ...(err.data.issues ?? [])].join("; ") : `HTTP ${response.status}`;
+    if (response.status === 404) throw new TRPCError({ code: "NOT_FOUND", message: `deployment ${deploymentId}: ${reason}` });
+    if (response.status >= 400 && response.status < 500) throw new TRPCError({ code: "BAD_REQUEST", message: reason });
+    throw new TRPCError({ code: "BAD_GATEWAY", message: `${path} failed on the runner: ${reason}` });
+  }
+  return json;
 }
