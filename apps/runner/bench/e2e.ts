@@ -1,0 +1,232 @@
+// End-to-end benchmark through the real broker: W0 (source.kafka → sink.kafka) and W1 (source.kafka →
+// keyBy → velocity → sink.kafka), Keyflow's `keyflow run` beside Apache Flink's MiniCluster on the same
+// topic, the same records and the same cores. Results go to docs/BENCHMARKS.md by hand, with the command.
+//   npm run bench -w apps/runner -- [--events 500000] [--runs 3] [--engines keyflow,flink]
+//     [--workloads w0,w1] [--parallelism 1,2] [--guarantees at-least-once,exactly-once]
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { Kafka, logLevel, Partitioners } from "kafkajs";
+
+const root = path.resolve(import.meta.dirname, "../../..");
+const flinkDir = path.join(import.meta.dirname, "flink");
+
+const { values: opts } = parseArgs({
+  options: {
+    events: { type: "string", default: "500000" },
+    runs: { type: "string", default: "3" },
+    engines: { type: "string", default: "keyflow,flink" },
+    workloads: { type: "string", default: "w0,w1" },
+    parallelism: { type: "string", default: "1,2" },
+    guarantees: { type: "string", default: "at-least-once" },
+    keys: { type: "string", default: "100000" },
+  },
+});
+const events = Number(opts.events);
+const runs = Number(opts.runs);
+const keys = Number(opts.keys);
+const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+const engines = list(opts.engines);
+const workloads = list(opts.workloads) as Array<"w0" | "w1">;
+const parallelisms = list(opts.parallelism).map(Number);
+const guarantees = list(opts.guarantees) as Array<"at-least-once" | "exactly-once">;
+const checkpointIntervalMs = 10_000;
+const velocity = { threshold: 5, windowMs: 60_000 };
+
+function brokers(): string {
+  if (process.env.KAFKA_BROKERS) return process.env.KAFKA_BROKERS;
+  const envFile = path.join(root, ".keyflow/services/env");
+  if (!existsSync(envFile)) execFileSync("bash", [path.join(root, "scripts/services/start.sh")], { stdio: "inherit" });
+  const line = readFileSync(envFile, "utf8").split("\n").find((l) => l.startsWith("KAFKA_BROKERS="));
+  if (!line) throw new Error(`${envFile} names no KAFKA_BROKERS`);
+  return line.slice("KAFKA_BROKERS=".length).trim();
+}
+
+const broker = brokers();
+process.env.KAFKA_BROKERS = broker; // the runner reads it for source.kafka and sink.kafka
+const kafka = new Kafka({ clientId: "keyflow-bench", brokers: [broker], logLevel: logLevel.NOTHING });
+
+async function topicSize(admin: ReturnType<Kafka["admin"]>, topic: string): Promise<number | undefined> {
+  const existing = await admin.listTopics();
+  if (!existing.includes(topic)) return undefined;
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return offsets.reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+}
+
+/** A payment of about 200 bytes; cards uniform over `keys`, event time 10k events/s with 0–500 ms jitter. */
+function payment(i: number, seed: { next(): number }) {
+  const card = `card-${Math.floor(seed.next() * keys)}`;
+  return {
+    key: card,
+    value: JSON.stringify({
+      id: `tx-${String(i).padStart(9, "0")}`,
+      card,
+      merchant: `m-${Math.floor(seed.next() * 5000)}`,
+      amount: Math.round(seed.next() * 100_000) / 100,
+      currency: "EUR",
+      country: "NL",
+      channel: seed.next() < 0.5 ? "ecom" : "pos",
+      device: `dev-${Math.floor(seed.next() * 1e6).toString(16)}`,
+      ts: 1_780_000_000_000 + Math.floor(i / 10) + Math.floor(seed.next() * 500),
+    }),
+  };
+}
+
+function mulberry32(a: number) {
+  return {
+    next() {
+      a |= 0;
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    },
+  };
+}
+
+async function ensureInput(): Promise<string> {
+  const topic = `bench.payments.${events}.${keys}`;
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const size = await topicSize(admin, topic);
+    if (size === events) return topic;
+    if (size !== undefined) await admin.deleteTopics({ topics: [topic] });
+    await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const seed = mulberry32(42);
+  const started = Date.now();
+  for (let i = 0; i < events; ) {
+    const batch = [];
+    for (let j = 0; j < 5000 && i < events; j++, i++) batch.push(payment(i, seed));
+    await producer.send({ topic, messages: batch });
+  }
+  await producer.disconnect();
+  const sample = payment(0, mulberry32(1)).value;
+  console.error(`produced ${events} records (about ${sample.length} bytes each) to ${topic} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return topic;
+}
+
+interface Measurement {
+  engine: string;
+  workload: string;
+  parallelism: number;
+  guarantee: string;
+  /** Seconds the job ran (engine start-up excluded where the engine reports it). */
+  jobSeconds: number;
+  wallSeconds: number;
+  cpuSeconds: number;
+  maxRssMb: number;
+  outputs: number;
+}
+
+/** Runs a command under /usr/bin/time; resolves stdout and the wall/user/sys/RSS line. */
+function timed(cmd: string, args: string[], cwd: string): Promise<{ stdout: string; wall: number; cpu: number; rssMb: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("/usr/bin/time", ["-f", "TIME %e %U %S %M", cmd, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const m = /TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(stderr);
+      if (code !== 0 || !m) return reject(new Error(`${cmd} ${args.join(" ")} exited ${code}\n${stdout.slice(-2000)}\n${stderr.slice(-4000)}`));
+      resolve({ stdout, wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), rssMb: Number(m[4]) / 1024 });
+    });
+  });
+}
+
+async function outputCount(topic: string): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return (await topicSize(admin, topic)) ?? 0;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function runKeyflow(input: string, workload: "w0" | "w1", parallelism: number, guarantee: string, run: number): Promise<Measurement> {
+  const dir = mkdtempSync(path.join(tmpdir(), "keyflow-bench-"));
+  const out = `bench.out.keyflow.${workload}.p${parallelism}.${guarantee}.${Date.now()}.${run}`;
+  const source = { id: "payments", type: "source.kafka", params: { topic: input, bounded: true, timestampField: "ts", maxOutOfOrdernessMs: 10_000 } };
+  const sink = { id: "out", type: "sink.kafka", params: { topic: out, deliveryGuarantee: guarantee } };
+  const nodes =
+    workload === "w0"
+      ? [source, sink]
+      : [source, { id: "byCard", type: "keyBy", params: { field: "card" } }, { id: "vel", type: "velocity", params: { ...velocity, mode: "eager" } }, sink];
+  const edges = nodes.slice(1).map((n, i) => ({ from: nodes[i]?.id ?? "", to: n.id }));
+  const pipeline = { format: "keyflow.pipeline/v1", name: `bench-${workload}`, settings: { checkpointIntervalMs, parallelism }, nodes, edges };
+  const file = path.join(dir, "pipeline.json");
+  writeFileSync(file, JSON.stringify(pipeline));
+  try {
+    const r = await timed("node", [path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], root);
+    const m = / in ([\d.]+) s/.exec(r.stdout);
+    if (!m) throw new Error(`keyflow run printed no duration:\n${r.stdout}`);
+    return { engine: "keyflow", workload, parallelism, guarantee, jobSeconds: Number(m[1]), wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await outputCount(out) };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function buildFlink(): string {
+  const jar = path.join(flinkDir, "target/flink-bench-0.jar");
+  if (!existsSync(jar)) {
+    console.error("building the Flink job (mvn package dependency:copy-dependencies)…");
+    execFileSync("mvn", ["-B", "-q", "--no-transfer-progress", "-f", path.join(flinkDir, "pom.xml"), "package", "dependency:copy-dependencies"], { stdio: "inherit" });
+  }
+  return `${jar}:${path.join(flinkDir, "target/lib")}/*`;
+}
+
+// Flink 2.x on Java 17 needs its usual module openings (flink-conf's env.java.opts.all default).
+const javaOpens = ["java.base/java.util", "java.base/java.lang", "java.base/java.lang.reflect", "java.base/java.io", "java.base/java.nio", "java.base/sun.nio.ch", "java.base/java.net", "java.base/java.text", "java.base/java.time", "java.base/java.util.concurrent", "java.base/java.util.concurrent.atomic", "java.base/java.util.concurrent.locks", "java.base/java.lang.invoke", "java.base/java.math", "java.base/java.security"].flatMap((m) => ["--add-opens", `${m}=ALL-UNNAMED`]);
+
+async function runFlink(classpath: string, input: string, workload: "w0" | "w1", parallelism: number, guarantee: string, run: number): Promise<Measurement> {
+  const out = `bench.out.flink.${workload}.p${parallelism}.${guarantee}.${Date.now()}.${run}`;
+  const args = [...javaOpens, "-Xmx2g", "-cp", classpath, "dev.keyflow.bench.FlinkBench", "--workload", workload, "--brokers", broker, "--in", input, "--out", out, "--parallelism", String(parallelism), "--guarantee", guarantee, "--checkpointMs", String(checkpointIntervalMs), "--threshold", String(velocity.threshold), "--windowMs", String(velocity.windowMs)];
+  const r = await timed("java", args, flinkDir);
+  const m = /FLINK_BENCH_RESULT (\{.*\})/.exec(r.stdout);
+  if (!m?.[1]) throw new Error(`the Flink job printed no result:\n${r.stdout.slice(-2000)}`);
+  const result = JSON.parse(m[1]) as { netRuntimeMs: number; wallMs: number };
+  return { engine: "flink", workload, parallelism, guarantee, jobSeconds: result.netRuntimeMs / 1000, wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await outputCount(out) };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+};
+const rate = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M/s` : `${(n / 1e3).toFixed(1)} k/s`);
+
+async function main() {
+  const input = await ensureInput();
+  const classpath = engines.includes("flink") ? buildFlink() : "";
+  const rows: string[] = [];
+  console.log(`events ${events}, keys ${keys}, runs ${runs}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average before ${loadavg()[0]?.toFixed(1)}`);
+  console.log("| engine | workload | p | delivery | job s (median) | events/s (job) | events/s (wall) | events per CPU-second | max RSS | outputs | runs (job s) |");
+  console.log("|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|");
+  for (const workload of workloads)
+    for (const guarantee of guarantees)
+      for (const parallelism of parallelisms)
+        for (const engine of engines) {
+          const ms: Measurement[] = [];
+          for (let run = 0; run < runs; run++) {
+            ms.push(engine === "flink" ? await runFlink(classpath, input, workload, parallelism, guarantee, run) : await runKeyflow(input, workload, parallelism, guarantee, run));
+          }
+          const job = median(ms.map((m) => m.jobSeconds));
+          const wall = median(ms.map((m) => m.wallSeconds));
+          const cpu = median(ms.map((m) => m.cpuSeconds));
+          const row = `| ${engine} | ${workload} | ${parallelism} | ${guarantee} | ${job.toFixed(1)} | ${rate(events / job)} | ${rate(events / wall)} | ${rate(events / cpu)} | ${median(ms.map((m) => m.maxRssMb)).toFixed(0)} MB | ${median(ms.map((m) => m.outputs))} | ${ms.map((m) => m.jobSeconds.toFixed(1)).join(", ")} |`;
+          rows.push(row);
+          console.log(row);
+        }
+  console.log(`load average after ${loadavg()[0]?.toFixed(1)}`);
+}
+
+await main();
