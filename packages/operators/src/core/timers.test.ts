@@ -48,6 +48,35 @@ describe("TimerQueue", () => {
     );
   });
 
+  it("agrees with a set of (time, key, namespace) under random registers, deletes and lookups in buckets of every size", () => {
+    const op = fc.tuple(fc.constantFrom("register", "delete", "has"), fc.integer({ min: 0, max: 2 }), fc.integer({ min: 0, max: 40 }), fc.constantFrom("", "", "", "x", "y"));
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 400 }), fc.boolean(), (ops, ascending) => {
+        const q = new TimerQueue();
+        const model = new Map<string, [number, string, string]>();
+        // Ascending key names exercise the large sorted buckets' append path, random ones the index.
+        const name = (i: number) => (ascending ? `k${String(i).padStart(3, "0")}` : `k${(i * 7919) % 41}`);
+        for (const [what, t, i, ns] of ops) {
+          const id = `${t}|${name(i)}|${ns}`;
+          if (what === "register") {
+            expect(q.register(name(i), t, ns)).toBe(!model.has(id));
+            model.set(id, [t, name(i), ns]);
+          } else if (what === "delete") {
+            expect(q.delete(name(i), t, ns)).toBe(model.delete(id));
+          } else expect(q.has(name(i), t, ns)).toBe(model.has(id));
+          expect(q.size).toBe(model.size);
+        }
+        const expected = [...model.values()].sort((x, y) => x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0) || (x[2] < y[2] ? -1 : x[2] > y[2] ? 1 : 0));
+        expect(q.snapshot()).toEqual(expected.map(([t, k, ns]) => [t, ns, k]));
+        const fired: Array<[number, string, string]> = [];
+        q.fireUpTo(Infinity, (key, ns, t) => fired.push([t, key, ns]));
+        expect(fired).toEqual(expected);
+        expect(q.size).toBe(0);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("fires only timers <= the limit", () => {
     const q = new TimerQueue();
     q.register("a", 10, "");

@@ -261,9 +261,20 @@ abstract class TtlHandle<S> implements TtlTableCleaner {
 }
 
 export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueState<T> {
+  /**
+   * The live entry last read or written, and its key. On a by-reference table, update() right
+   * after value() of the same key (the read-modify-write of every keyed operator) restamps that
+   * entry in place instead of a second hash lookup and write: over a million keys each lookup is
+   * a cache miss.
+   */
+  private lastKey: Key | undefined = undefined;
+  private lastEntry: TtlEntry<T> | undefined = undefined;
+  private readonly byReference = this.table.storesByReference === true;
+
   value(): T | undefined {
     const k = currentKey(this.scope, this.table.name);
     const e = this.table.get(k);
+    this.lastKey = undefined;
     if (e === undefined) return undefined;
     if (this.expired(e.t)) {
       this.table.delete(k);
@@ -273,22 +284,32 @@ export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueSta
       e.t = restamp(e.t, this.scope);
       this.table.put(k, e);
     }
+    this.lastKey = k;
+    this.lastEntry = e;
     return e.v;
   }
   update(value: T): void {
     if (value === undefined) throw new Error(`node "${this.scope.nodeId}": value state "${this.table.name}" cannot hold undefined; call clear() instead`);
     const k = currentKey(this.scope, this.table.name);
-    const e = this.table.get(k);
-    if (e === undefined) this.table.put(k, { v: value, t: stampOf(this.scope) });
-    else {
+    const e = this.byReference && k === this.lastKey ? this.lastEntry : this.table.get(k);
+    if (e === undefined) {
+      const created = { v: value, t: stampOf(this.scope) };
+      this.table.put(k, created);
+      this.lastKey = k;
+      this.lastEntry = created;
+      // Only a new entry can be missing from the expiry index: an existing entry's key is indexed
+      // until a purge finds it gone (see ExpiryIndex), so rewrites skip the index's set lookup.
+      this.track(k);
+    } else {
       e.v = value;
       e.t = restamp(e.t, this.scope);
-      this.table.put(k, e);
+      if (!this.byReference) this.table.put(k, e);
     }
-    this.track(k);
   }
   clear(): void {
     this.table.delete(currentKey(this.scope, this.table.name));
+    this.lastKey = undefined;
+    this.lastEntry = undefined;
   }
   protected earliestStamp(stored: TtlEntry<T>): number {
     return stored.t;
@@ -298,6 +319,7 @@ export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueSta
     if (e === undefined) return undefined;
     if (e.t + this.ttlMs <= now) {
       this.table.delete(key);
+      if (key === this.lastKey) this.lastKey = undefined; // the remembered entry is gone
       return undefined;
     }
     return e.t + this.ttlMs;
