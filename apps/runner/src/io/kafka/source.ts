@@ -197,7 +197,7 @@ export class KafkaSource implements RecordSource {
     });
   }
 
-  private async onBatch({ batch, heartbeat }: EachBatchPayload, emit: EmitBatch, signal: AbortSignal): Promise<void> {
+  private async onBatch({ batch, heartbeat, resolveOffset }: EachBatchPayload, emit: EmitBatch, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return;
     const p = batch.partition;
     this.highWatermark.set(p, Number(batch.highWatermark));
@@ -216,8 +216,15 @@ export class KafkaSource implements RecordSource {
     // Control records (transaction markers) at the tail of the batch are stepped over too.
     const last = Number(batch.lastOffset()) + 1;
     if (last > next && last <= end) next = last;
-    if (next === expected && records.length === 0) return;
+    // kafkajs fetches from the last resolved offset: without this, every fetch would start again at
+    // the seek and a partition would never get past its first fetch's worth (maxBytesPerPartition).
+    // Resolving is kafkajs-local (autoCommit is off): the job's position stays the checkpointed one.
+    if (next === expected && records.length === 0) {
+      resolveOffset(batch.lastOffset());
+      return;
+    }
     await this.handOver(emit, records, p, next, heartbeat);
+    resolveOffset(batch.lastOffset());
   }
 
   /** Moves partition `p` to `next`, then hands the records over and waits until the job took them. */

@@ -54,6 +54,34 @@ export const preparedTransactionSchema = z.object({
 });
 export type PreparedTransaction = z.infer<typeof preparedTransactionSchema>;
 
+/** Payload bytes per produce request: well under the broker's default message.max.bytes (1 MiB). */
+const MAX_REQUEST_BYTES = 512 * 1024;
+
+function byteSize(v: Message["value"] | Message["key"]): number {
+  if (v === null || v === undefined) return 0;
+  return typeof v === "string" ? Buffer.byteLength(v) : v.byteLength;
+}
+
+/** Splits `messages` into runs of at most `maxBytes` of keys, values and headers (at least one message each). */
+export function chunks(messages: Message[], maxBytes: number): Message[][] {
+  const out: Message[][] = [];
+  let current: Message[] = [];
+  let bytes = 0;
+  for (const m of messages) {
+    let size = byteSize(m.value) + byteSize(m.key) + 64;
+    for (const [k, h] of Object.entries(m.headers ?? {})) size += k.length + (Array.isArray(h) ? h.reduce((n, x) => n + byteSize(x), 0) : byteSize(h));
+    if (current.length > 0 && bytes + size > maxBytes) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(m);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
 interface Slot {
   transactionalId: string;
   producer: Producer;
@@ -127,7 +155,12 @@ export class KafkaWriter {
 
   /** Queues `messages` behind the send in flight; resolves when the previous send completed. */
   async send(messages: Message[]): Promise<void> {
-    if (messages.length === 0) return;
+    // A produce request carries one record batch per partition, and the broker refuses a batch
+    // over message.max.bytes (1 MiB by default): large writes go out in chunks.
+    for (const chunk of chunks(messages, MAX_REQUEST_BYTES)) await this.sendChunk(chunk);
+  }
+
+  private async sendChunk(messages: Message[]): Promise<void> {
     await this.inflight;
     this.throwIfFailed();
     let sending: Promise<unknown>;
