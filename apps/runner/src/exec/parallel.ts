@@ -40,6 +40,7 @@ import type { Clock } from "../job/clock";
 import { CreditSender, InputGate, TimeAccount, type GateNext, type TaskTimes } from "./channel";
 import { routeKeySelectors, type ParallelPlan } from "./plan";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
+import { KeySkew } from "../ops/skew";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
 
 export interface ExchangeOptions {
@@ -116,6 +117,21 @@ interface PendingCheckpoint {
 
 const WORKER_ENTRY = new URL("./worker-entry.mjs", import.meta.url);
 
+/** The checkpoint in flight, as live operations show it: which task acknowledged. */
+export interface CheckpointProgress {
+  id: number;
+  triggeredAt: number;
+  tasks: Array<{ task: "source" | "keyed" | "sink"; subtask: number; acknowledged: boolean; alignmentMs?: number }>;
+}
+
+/** A checkpoint that was aborted, and why. */
+export interface FailedCheckpoint {
+  id: number;
+  triggeredAt: number;
+  failedAt: number;
+  reason: string;
+}
+
 export class ParallelExecution {
   private readonly plan: ParallelPlan;
   private readonly n: number;
@@ -144,6 +160,10 @@ export class ParallelExecution {
   private finalMetrics: Record<string, NodeMetrics> | undefined;
   private nextCheckpointAt = 0;
   private readonly startedAt = performance.now();
+  /** Live operations: records and hottest keys per keyed operator and subtask, counted at the exchange. */
+  readonly skew: KeySkew;
+  /** Live operations: the newest aborted checkpoints with their reason (at most 50). */
+  readonly failedCheckpoints: FailedCheckpoint[] = [];
 
   constructor(private readonly ctx: ParallelContext) {
     this.plan = ctx.plan;
@@ -152,6 +172,7 @@ export class ParallelExecution {
     this.buffersPerChannel = ctx.exchange?.buffersPerChannel ?? 8;
     this.codecName = ctx.exchange?.codec ?? "clone";
     this.wire = codec(this.codecName);
+    this.skew = new KeySkew(this.n);
     this.localBuffer = new OutputBuffer(this.bufferRecords);
     this.sinkGate = new InputGate<Payload>(this.n + 1);
     this.failed = new Promise<never>((_, reject) => (this.failure = reject));
@@ -287,6 +308,7 @@ export class ParallelExecution {
       if (!wmIndex.has(`${r.to}\u0000${r.channel}`)) wmIndex.set(`${r.to}\u0000${r.channel}`, i);
     });
     const selectors: Array<KeySelector | undefined> = routeKeySelectors(this.ctx.doc, plan);
+    const skew = this.skew;
     const maxP = plan.maxParallelism;
     const owner = new Int32Array(maxP);
     for (let g = 0; g < maxP; g++) owner[g] = computeOperatorIndexForKeyGroup(maxP, this.n, g);
@@ -311,7 +333,9 @@ export class ParallelExecution {
         if (mode === "hash") {
           let target = 0;
           try {
-            target = owner[keyGroupOf(selectors[route]!(value), maxP)]!;
+            const key = selectors[route]!(value);
+            target = owner[keyGroupOf(key, maxP)]!;
+            skew.offer(to, target, key);
           } catch {
             // No key: the subtask's keyed node sends it to `errors` (any subtask would).
           }
@@ -506,6 +530,8 @@ export class ParallelExecution {
     if (this.pending !== p || p.sinkAligned) return;
     this.ctx.log.warn(`checkpoint ${p.id} aborted: ${why}`);
     this.pending = undefined;
+    this.failedCheckpoints.push({ id: p.id, triggeredAt: p.startedAt, failedAt: this.ctx.clock.now(), reason: why });
+    if (this.failedCheckpoints.length > 50) this.failedCheckpoints.shift();
     for (const w of this.workers) w.postMessage({ type: "abort", id: p.id } satisfies ToSubtask);
     this.sinkGate.abort(p.id);
     this.wakeSinkTask();
@@ -610,6 +636,19 @@ export class ParallelExecution {
   }
 
   // ---- metrics, shutdown ----------------------------------------------------------------------
+
+  /** The checkpoint in flight with each task's acknowledgement; undefined between checkpoints. */
+  checkpointProgress(): CheckpointProgress | undefined {
+    const p = this.pending;
+    if (!p) return undefined;
+    const tasks: CheckpointProgress["tasks"] = [{ task: "source", subtask: 0, acknowledged: true }];
+    for (let i = 0; i < this.n; i++) {
+      const a = p.acks.get(i);
+      tasks.push(a ? { task: "keyed", subtask: i, acknowledged: true, alignmentMs: Math.round(a.alignmentMs * 10) / 10 } : { task: "keyed", subtask: i, acknowledged: false });
+    }
+    tasks.push({ task: "sink", subtask: 0, acknowledged: p.sinkAligned });
+    return { id: p.id, triggeredAt: p.startedAt, tasks };
+  }
 
   /** Per-node figures over all tasks: counters summed over subtasks, the watermark their minimum. */
   metrics(): Record<string, NodeMetrics> {

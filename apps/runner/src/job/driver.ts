@@ -176,6 +176,11 @@ export class JobDriver {
     return this.parallel?.subtaskMetrics() ?? [];
   }
 
+  /** The parallel runtime of a parallel job (live operations read its checkpoint progress and key skew). */
+  get parallelExecution(): ParallelExecution | undefined {
+    return this.parallel;
+  }
+
   /** Busy / backpressured / idle ms per second of the engine loop of a single-threaded job; undefined for a parallel one. */
   engineTimes(): TaskTimes | undefined {
     return this.parallel ? undefined : this.engineTime.perSecond();

@@ -1,9 +1,14 @@
-// The live-operations side of one managed job, kept across its restarts: sink throttles, and where
-// each sink's time goes (busy while a write is pending, idle otherwise), measured by wrapping the
-// sinks the connectors build. The driver and the parallel runtime stay unaware of it.
+// The live-operations side of one managed job, kept across its restarts: sink throttles, where each
+// sink's time goes (busy while a write is pending, idle otherwise), taps (the last records into each
+// sink, the last dead letters of each node with their reason) and per-partition source figures,
+// all measured by wrapping the sources and sinks the connectors build. The driver and the parallel
+// runtime stay unaware of it.
 import type { Connectors, JobIoNode } from "../job/driver";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
-import type { RecordSink, SinkRecord } from "../io/types";
+import type { DeadLetter, DeadLetterSink, RecordSink, SinkRecord } from "../io/types";
+import { DEFAULT_MAX_OUT_OF_ORDERNESS_MS } from "@keyflow/operators";
+import { RingBuffer } from "./ring-buffer";
+import { WatchedSource, type SourceFigures } from "./source-partitions";
 import { RecordThrottle, type ThrottleClock } from "./throttle";
 import type { JsonValue } from "@keyflow/operators";
 
@@ -16,6 +21,7 @@ export class OpsSink implements RecordSink {
     private readonly inner: RecordSink,
     private readonly throttle: RecordThrottle,
     readonly time: TimeAccount,
+    private readonly tap?: RingBuffer<TappedRecord>,
   ) {
     this.nodeId = inner.nodeId;
   }
@@ -30,6 +36,11 @@ export class OpsSink implements RecordSink {
 
   async write(records: readonly SinkRecord[]): Promise<void> {
     if (this.pending++ === 0) this.time.switchTo("busy");
+    if (this.tap) {
+      const at = Date.now();
+      // The newest records only: a big batch would push most of itself out of the buffer anyway.
+      for (const r of records.slice(-this.tap.capacity)) this.tap.push({ at, value: r.value, timestamp: r.timestamp, ...(r.key !== undefined ? { key: r.key } : {}) });
+    }
     try {
       if (this.throttle.recordsPerSecond === null) {
         await this.inner.write(records);
@@ -58,7 +69,63 @@ export class OpsSink implements RecordSink {
   }
 }
 
+/** A record seen by a tap: when (processing time), its value, event time and key. */
+export interface TappedRecord {
+  at: number;
+  value: JsonValue;
+  timestamp: number;
+  key?: string;
+}
+
+/** A dead letter seen by a tap, with the reason the node gave. */
+export interface TappedDeadLetter {
+  at: number;
+  nodeId: string;
+  port: string | null;
+  reason: string;
+  raw: string | null;
+  value: JsonValue | null;
+  origin: DeadLetter["origin"] | null;
+}
+
+/** Records kept per tap. */
+export const TAP_CAPACITY = 20;
+
+/** The dead-letter output with a tap per node. */
+class TappedDeadLetters implements DeadLetterSink {
+  constructor(
+    private readonly inner: DeadLetterSink,
+    private readonly tapOf: (nodeId: string) => RingBuffer<TappedDeadLetter>,
+  ) {}
+  get target(): string {
+    return this.inner.target;
+  }
+  open(restored: JsonValue | undefined): Promise<void> {
+    return this.inner.open(restored);
+  }
+  write(records: readonly DeadLetter[]): Promise<void> {
+    const at = Date.now();
+    for (const d of records) {
+      this.tapOf(d.nodeId).push({ at, nodeId: d.nodeId, port: d.port ?? null, reason: d.reason, raw: d.raw ?? null, value: d.value ?? null, origin: d.origin ?? null });
+    }
+    return this.inner.write(records);
+  }
+  prepareCommit(checkpointId: number): Promise<JsonValue> {
+    return this.inner.prepareCommit(checkpointId);
+  }
+  commit(checkpointId: number, prepared: JsonValue): Promise<void> {
+    return this.inner.commit(checkpointId, prepared);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
 export class JobOps {
+  private readonly sinkTaps = new Map<string, RingBuffer<TappedRecord>>();
+  private readonly deadLetterTaps = new Map<string, RingBuffer<TappedDeadLetter>>();
+  /** The current run's sources, watched. */
+  private readonly sources = new Map<string, WatchedSource>();
   private readonly throttles = new Map<string, RecordThrottle>();
   /** The current run's sinks (a restart replaces them). */
   private readonly sinks = new Map<string, OpsSink>();
@@ -89,7 +156,9 @@ export class JobOps {
   }
 
   wrapSink(sink: RecordSink): OpsSink {
-    const wrapped = new OpsSink(sink, this.throttleOf(sink.nodeId), new TimeAccount());
+    let tap = this.sinkTaps.get(sink.nodeId);
+    if (!tap) this.sinkTaps.set(sink.nodeId, (tap = new RingBuffer<TappedRecord>(TAP_CAPACITY)));
+    const wrapped = new OpsSink(sink, this.throttleOf(sink.nodeId), new TimeAccount(), tap);
     this.sinks.set(sink.nodeId, wrapped);
     return wrapped;
   }
@@ -97,11 +166,40 @@ export class JobOps {
   /** The connectors with every sink wrapped. */
   wrapConnectors(c: Connectors): Connectors {
     return {
-      source: (node: JobIoNode) => c.source(node),
+      source: (node: JobIoNode) => {
+        const p = (node.params ?? {}) as { timestampField?: unknown; maxOutOfOrdernessMs?: unknown };
+        const watched = new WatchedSource(c.source(node), {
+          timestampField: typeof p.timestampField === "string" ? p.timestampField : undefined,
+          maxOutOfOrdernessMs: typeof p.maxOutOfOrdernessMs === "number" ? p.maxOutOfOrdernessMs : DEFAULT_MAX_OUT_OF_ORDERNESS_MS,
+          now: () => Date.now(),
+        });
+        this.sources.set(node.nodeId, watched);
+        return watched;
+      },
       sink: (node: JobIoNode) => this.wrapSink(c.sink(node)),
-      deadLetters: () => c.deadLetters(),
+      deadLetters: () => new TappedDeadLetters(c.deadLetters(), (id) => this.deadLetterTap(id)),
       close: () => c.close(),
     };
+  }
+
+  private deadLetterTap(nodeId: string): RingBuffer<TappedDeadLetter> {
+    let t = this.deadLetterTaps.get(nodeId);
+    if (!t) this.deadLetterTaps.set(nodeId, (t = new RingBuffer<TappedDeadLetter>(TAP_CAPACITY)));
+    return t;
+  }
+
+  /** What the taps hold for a node: the last records into it (sinks) and its last dead letters, oldest first. */
+  taps(nodeId: string): { records: TappedRecord[]; recordsSeen: number; deadLetters: TappedDeadLetter[]; deadLettersSeen: number } {
+    const r = this.sinkTaps.get(nodeId);
+    const d = this.deadLetterTaps.get(nodeId);
+    return { records: r?.toArray() ?? [], recordsSeen: r?.pushed ?? 0, deadLetters: d?.toArray() ?? [], deadLettersSeen: d?.pushed ?? 0 };
+  }
+
+  /** Per-partition figures of each source of the current run. */
+  sourceFigures(): Record<string, SourceFigures> {
+    const out: Record<string, SourceFigures> = {};
+    for (const [id, s] of this.sources) out[id] = s.figures();
+    return out;
   }
 
   /** Busy / idle ms per second of each sink of the current run (a sink is never backpressured: nothing is below it). */

@@ -95,6 +95,36 @@ describe.each([1, 2])("live operations, parallelism %i", (parallelism) => {
     if (parallelism > 1) expect(free.subtasks.filter((t) => t.task === "keyed").map((t) => t.subtask)).toEqual([0, 1]);
     else expect(free.subtasks).toEqual([]);
 
+    // The demo source's one partition: records, offset, its watermark, not idle.
+    const p0 = free.sourcePartitions["payments"]?.partitions[0];
+    expect(p0).toMatchObject({ partition: 0, idle: false, lag: null });
+    expect(p0?.records).toBeGreaterThan(100);
+    expect(Number(p0?.lastOffset)).toBeGreaterThan(100);
+    expect(p0?.watermark).toBeGreaterThan(Date.now() - 60_000);
+
+    // Skew: records per subtask and the hottest keys at the keyed operator (parallel jobs only).
+    if (parallelism > 1) {
+      const [big] = free.skew;
+      expect(big?.node).toBe("byCard");
+      expect(big?.records.length).toBe(2);
+      expect((big?.records ?? []).every((r) => r > 0)).toBe(true);
+      expect(big?.hotKeys.length).toBeGreaterThan(0);
+      expect(big?.hotKeys[0]?.key).toMatch(/./);
+    } else expect(free.skew).toEqual([]);
+
+    // The drill-down tap: the last records into the sink.
+    const taps = (await (await fetch(`${service.url}/jobs/${id}/nodes/out/taps`)).json()) as { records: Array<{ value: Record<string, unknown> }>; recordsSeen: number };
+    expect(taps.records.length).toBe(20);
+    expect(taps.recordsSeen).toBeGreaterThan(20);
+    expect(taps.records[0]?.value).toHaveProperty("cardId");
+    expect((await fetch(`${service.url}/jobs/${id}/nodes/nope/taps`)).status).toBe(404);
+
+    // Prometheus: the checkpoint timeout, and every node's busy and backpressured time.
+    const prom = await (await fetch(`${service.url}/metrics`)).text();
+    expect(prom).toMatch(new RegExp(`^keyflow_checkpoint_timeout_milliseconds\\{job="${id}"\\} 600000$`, "m"));
+    expect(prom).toMatch(new RegExp(`^keyflow_node_backpressured_time_ms_per_second\\{job="${id}",node="payments"\\} \\d+`, "m"));
+    expect(prom).toMatch(new RegExp(`^keyflow_node_busy_time_ms_per_second\\{job="${id}",node="out"\\} \\d+`, "m"));
+
     // Refusals name what is wrong.
     const notSink = await post(`/jobs/${id}/nodes/big/throttle`, { recordsPerSecond: 5 });
     expect(notSink.status).toBe(400);

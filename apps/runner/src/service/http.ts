@@ -11,6 +11,9 @@ import { checkPipeline } from "../pipeline/load";
 import { DryRunRequestError, dryRunRequestSchema, runDryRun } from "./dry-run";
 import { DeployConflictError, type JobManager, type JobView, type ManagedJob } from "./jobs";
 import { nodeTaskTimes } from "../ops/task-times";
+import type { SourceFigures } from "../ops/source-partitions";
+import type { OperatorSkew } from "../ops/skew";
+import type { CheckpointProgress, FailedCheckpoint } from "../exec/parallel";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** A dry run carries its sample in the body. */
@@ -101,6 +104,14 @@ export interface LiveSnapshot {
   }>;
   /** Kafka consumer lag per source node and partition. */
   sources: JobView["sources"];
+  /** Per source node and partition: records, offsets, idleness, lag and (parsed-value sources) watermark. */
+  sourcePartitions: Record<string, SourceFigures>;
+  /** Parallel jobs: the checkpoint in flight with each task's acknowledgement. */
+  checkpointInProgress: CheckpointProgress | null;
+  /** Parallel jobs: the newest aborted checkpoints with their reason, newest first. */
+  failedCheckpoints: FailedCheckpoint[];
+  /** Parallel jobs: records and hottest keys per keyed operator and subtask. */
+  skew: OperatorSkew[];
 }
 
 function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapshot } | undefined, at: number): LiveSnapshot {
@@ -148,6 +159,10 @@ function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapsho
       recordsIn: Object.fromEntries(Object.entries(t.metrics).map(([id, m]) => [id, m.recordsIn])),
     })),
     sources: v.sources,
+    sourcePartitions: job.ops.sourceFigures(),
+    checkpointInProgress: job.parallelExecution?.checkpointProgress() ?? null,
+    failedCheckpoints: [...(job.parallelExecution?.failedCheckpoints ?? [])].reverse().slice(0, 10),
+    skew: job.parallelExecution?.skew.report() ?? [],
   };
 }
 
@@ -266,6 +281,16 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         }
         log.info(`job ${job.deploymentId}: node "${nodeId}" ${body.data.recordsPerSecond === null ? "throttle lifted" : `throttled to ${body.data.recordsPerSecond} records/s`}`);
         send(res, 200, { jobId: job.deploymentId, throttles: job.ops.throttleSettings() });
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs\/([^/]+)\/nodes\/([^/]+)\/taps$/,
+      handle: (_req, res, [id, node]) => {
+        const job = requireJob(id);
+        const nodeId = decodeURIComponent(node ?? "");
+        if (!job.doc.nodes.some((n) => n.id === nodeId)) throw new HttpError(404, `job "${job.deploymentId}" has no node "${nodeId}"`);
+        send(res, 200, { jobId: job.deploymentId, nodeId, ...job.ops.taps(nodeId) });
       },
     },
     {

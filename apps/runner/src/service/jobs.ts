@@ -7,7 +7,7 @@ import type { PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import { createJobDriver } from "../job/create";
 import type { CheckpointStats, JobDriver, JobNodeMetrics } from "../job/driver";
-import type { SubtaskMetrics } from "../exec/parallel";
+import type { ParallelExecution, SubtaskMetrics } from "../exec/parallel";
 import type { Clock } from "../job/clock";
 import { systemClock } from "../job/clock";
 import type { SourceInputMetrics } from "../io/types";
@@ -188,6 +188,11 @@ export class ManagedJob {
   /** Per task and subtask of a parallel job (busy / backpressured / idle ms per second, queues); empty otherwise. */
   subtaskMetrics(): SubtaskMetrics[] {
     return this.driver?.subtaskMetrics() ?? [];
+  }
+
+  /** The parallel runtime of the current run of a parallel job (live operations: checkpoint progress, key skew). */
+  get parallelExecution(): ParallelExecution | undefined {
+    return this.driver?.parallelExecution;
   }
 
   /** The engine loop's busy / backpressured / idle ms per second (single-threaded jobs; parallel ones report subtaskMetrics). */

@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { JobNodeMetrics } from "../job/driver";
 import type { JobManager, ManagedStatus } from "./jobs";
 import { registerSubtaskMetrics } from "../exec/prometheus";
+import { nodeTaskTimes } from "../ops/task-times";
 
 const STATUSES: readonly ManagedStatus[] = ["starting", "running", "restarting", "stopping", "finished", "stopped", "failed"];
 
@@ -132,6 +133,60 @@ export function createMetricsRegistry(jobs: JobManager): Registry {
           for (const [partition, lag] of Object.entries(m.lag)) this.set({ job: j.deploymentId, node, input: m.input, partition }, lag);
         }
       }
+    },
+  });
+  new Gauge({
+    name: "keyflow_checkpoint_timeout_milliseconds",
+    help: "The pipeline's checkpointTimeoutMs: a checkpoint not done by then is aborted (chart the duration against it)",
+    labelNames: ["job"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const j of jobs.list()) this.set({ job: j.deploymentId }, j.doc.settings.checkpointTimeoutMs);
+    },
+  });
+  new Counter({
+    name: "keyflow_checkpoints_failed_total",
+    help: "Checkpoints aborted in the job's current run (parallel jobs: not acknowledged within the timeout)",
+    labelNames: ["job"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const j of jobs.list()) this.inc({ job: j.deploymentId }, j.parallelExecution?.failedCheckpoints.length ?? 0);
+    },
+  });
+  // Per node, whichever task runs it (single-threaded jobs too): what the canvas colours.
+  let timesCache: { at: number; rows: { job: string; node: string; busy: number; bp: number }[] } | undefined;
+  const timeRows = () => {
+    const now = performance.now();
+    if (!timesCache || now - timesCache.at > 250) {
+      const out: { job: string; node: string; busy: number; bp: number }[] = [];
+      for (const j of jobs.list()) {
+        const t = nodeTaskTimes(Object.keys(j.metrics()), { engine: j.engineTimes(), subtasks: j.subtaskMetrics(), sinks: j.ops.sinkTimes() });
+        for (const [node, x] of Object.entries(t)) out.push({ job: j.deploymentId, node, busy: x.busyTimeMsPerSecond, bp: x.backPressuredTimeMsPerSecond });
+      }
+      timesCache = { at: now, rows: out };
+    }
+    return timesCache.rows;
+  };
+  new Gauge({
+    name: "keyflow_node_busy_time_ms_per_second",
+    help: "Milliseconds per second the task running the node was busy (the worst subtask; sinks: a write pending)",
+    labelNames: ["job", "node"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of timeRows()) this.set({ job: r.job, node: r.node }, r.busy);
+    },
+  });
+  new Gauge({
+    name: "keyflow_node_backpressured_time_ms_per_second",
+    help: "Milliseconds per second the task running the node waited for downstream (Flink: <= 100 OK, <= 500 LOW, above HIGH)",
+    labelNames: ["job", "node"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const r of timeRows()) this.set({ job: r.job, node: r.node }, r.bp);
     },
   });
   registerSubtaskMetrics(registry, () => jobs.list());
