@@ -5,6 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { E2E_ADMIN, E2E_PASSWORD, e2eEmail, sessionToken, startedApps, type E2eRole } from "./auth";
 
 export const CHROMIUM_PATH = process.env.KEYFLOW_CHROMIUM ?? "/usr/bin/chromium";
 const CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"];
@@ -31,7 +32,28 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-export async function launchBrowser(opts: { viewport?: { width: number; height: number } } = {}): Promise<TestBrowser> {
+/**
+ * Signs the browser in as `person` on the app at baseUrl the way the sign-in form does: a fetch to
+ * POST /api/auth/login from a page of the app, so Chromium itself stores the cookie (HttpOnly,
+ * Secure, SameSite=Lax; Chromium keeps Secure cookies for http://127.0.0.1). CDP's setCookies
+ * refuses a Secure `__Host-` cookie for an http URL, hence not context.addCookies.
+ */
+export async function signInBrowser(page: Page, baseUrl: string, person = "e2e", role: E2eRole = "analyst"): Promise<void> {
+  await sessionToken(baseUrl, person, role); // creates the account when it does not exist yet
+  const credentials = person === "admin" ? { email: E2E_ADMIN.email, password: E2E_ADMIN.password } : { email: e2eEmail(person), password: E2E_PASSWORD };
+  await page.goto(`${baseUrl}/login`, { waitUntil: "domcontentloaded" });
+  const status = await page.evaluate(async (body) => {
+    const res = await fetch("/api/auth/login", { method: "POST", headers: { "content-type": "application/json", "x-keyflow-csrf": "1" }, body: JSON.stringify(body) });
+    return res.status;
+  }, credentials);
+  if (status !== 200) throw new Error(`e2e: the browser could not sign in as ${credentials.email} (${status})`);
+}
+
+/**
+ * `signIn`: who the browser is signed in as on every app startWebApp started (default "e2e", an
+ * analyst); false for a browser with no session (the sign-in tests).
+ */
+export async function launchBrowser(opts: { viewport?: { width: number; height: number }; signIn?: string | false } = {}): Promise<TestBrowser> {
   if (!fs.existsSync(CHROMIUM_PATH)) {
     throw new Error(`Chromium is not installed at ${CHROMIUM_PATH}: apt-get install -y chromium (never npx playwright install)`);
   }
@@ -52,6 +74,9 @@ export async function launchBrowser(opts: { viewport?: { width: number; height: 
     return route.abort("blockedbyclient");
   });
   const page = context.pages()[0] ?? (await context.newPage());
+  if (opts.signIn !== false) {
+    for (const app of startedApps()) await signInBrowser(page, app, opts.signIn ?? "e2e");
+  }
   const pageErrors: string[] = [];
   const consoleErrors: string[] = [];
   const consoleWarnings: string[] = [];

@@ -1,4 +1,5 @@
 export * from "./api";
+export * from "./auth";
 export * from "./artifacts";
 export * from "./browser";
 export * from "./web-app";

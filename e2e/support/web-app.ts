@@ -1,12 +1,33 @@
 // The web app under test: built once (`next build`, reused while its sources are unchanged) and
 // served with `next start` on a free port. The database is the real PostgreSQL from DATABASE_URL
-// (`npm test` starts it with scripts/services/start.sh); without DATABASE_URL, an embedded PGlite
-// in a fresh temporary folder, removed afterwards.
+// (`npm test` starts it with scripts/services/start.sh), in a fresh schema per app dropped
+// afterwards; without DATABASE_URL, an embedded PGlite in a fresh temporary folder, removed
+// afterwards. Either way the app starts with no users and creates E2E_ADMIN as its first admin;
+// launchBrowser() and apiClient() sign in through it (./auth.ts).
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createDb, parseDatabaseUrl } from "@keyflow/db";
 import { ensureBuilt, startWebServer, type WebServer } from "@keyflow/web/process";
 import { artifactLog } from "./artifacts";
+import { E2E_ADMIN, registerApp, unregisterApp } from "./auth";
+
+/** DATABASE_URL with a schema of its own (`?schema=`), so every app starts with an empty database. */
+function freshSchemaUrl(databaseUrl: string, name: string): { url: string; schema: string } {
+  const url = new URL(parseDatabaseUrl(databaseUrl).connectionString);
+  const schema = `kf_e2e_${name.replace(/[^A-Za-z0-9_]/g, "_")}_${process.pid}_${Date.now().toString(36)}`;
+  url.searchParams.set("schema", schema);
+  return { url: url.toString(), schema };
+}
+
+async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const db = createDb({ databaseUrl });
+  try {
+    if (db.driver.kind === "postgres") await db.driver.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await db.close();
+  }
+}
 
 export interface WebApp {
   url: string;
@@ -24,9 +45,12 @@ export async function startWebApp(opts: { name?: string; env?: Record<string, st
 
   const databaseUrl = process.env.DATABASE_URL;
   let pgliteDir: string | undefined;
-  const env: Record<string, string | undefined> = { ...opts.env };
+  let schema: string | undefined;
+  const env: Record<string, string | undefined> = { KEYFLOW_ADMIN_EMAIL: E2E_ADMIN.email, KEYFLOW_ADMIN_PASSWORD: E2E_ADMIN.password, KEYFLOW_ADMIN_NAME: E2E_ADMIN.name, ...opts.env };
   if (databaseUrl) {
-    env.DATABASE_URL = databaseUrl;
+    const fresh = freshSchemaUrl(databaseUrl, opts.name ?? "web");
+    env.DATABASE_URL = fresh.url;
+    schema = fresh.schema;
   } else {
     pgliteDir = fs.mkdtempSync(path.join(os.tmpdir(), "keyflow-e2e-pglite-"));
     env.KEYFLOW_PGLITE_DIR = pgliteDir;
@@ -36,8 +60,10 @@ export async function startWebApp(opts: { name?: string; env?: Record<string, st
     server = await startWebServer({ env, log, ownProcessGroup: true, readyTimeoutMs: 90_000 });
   } catch (error) {
     if (pgliteDir) fs.rmSync(pgliteDir, { recursive: true, force: true });
+    if (databaseUrl && schema) await dropSchema(databaseUrl, schema).catch(() => undefined);
     throw new Error(`${error instanceof Error ? error.message : String(error)} (server log: ${logFile})`);
   }
+  registerApp(server.url);
   return {
     url: server.url,
     database: databaseUrl ? "postgres" : "pglite",
@@ -45,8 +71,10 @@ export async function startWebApp(opts: { name?: string; env?: Record<string, st
     built: build.built,
     logFile,
     async stop() {
+      unregisterApp(server.url);
       await server.stop();
       if (pgliteDir) fs.rmSync(pgliteDir, { recursive: true, force: true });
+      if (databaseUrl && schema) await dropSchema(databaseUrl, schema).catch((error: unknown) => log(`could not drop schema ${schema}: ${String(error)}`));
     },
   };
 }

@@ -91,14 +91,18 @@ export function AuditView({ fixedPipelineId, compact = false }: { fixedPipelineI
             </select>
           </label>
         ) : null}
-        <label className="kf-form-field">
-          From
-          <input type="datetime-local" value={filter.from} onChange={(e) => set({ from: e.target.value })} data-testid="audit-filter-from" />
-        </label>
-        <label className="kf-form-field">
-          To
-          <input type="datetime-local" value={filter.to} onChange={(e) => set({ to: e.target.value })} data-testid="audit-filter-to" />
-        </label>
+        {compact ? null : (
+          <>
+            <label className="kf-form-field">
+              From
+              <input type="datetime-local" value={filter.from} onChange={(e) => set({ from: e.target.value })} data-testid="audit-filter-from" />
+            </label>
+            <label className="kf-form-field">
+              To
+              <input type="datetime-local" value={filter.to} onChange={(e) => set({ to: e.target.value })} data-testid="audit-filter-to" />
+            </label>
+          </>
+        )}
         <div className="kf-audit__export">
           <a href={`/api/audit/export?format=csv&${exportQuery}`} download data-testid="audit-export-csv">
             Export CSV
@@ -109,37 +113,52 @@ export function AuditView({ fixedPipelineId, compact = false }: { fixedPipelineI
         </div>
       </div>
       {events.error ? <p className="kf-auth__error">{events.error.message}</p> : null}
-      <table className="kf-table" data-testid="audit-table">
-        <thead>
-          <tr>
-            <th>When</th>
-            <th>Who</th>
-            <th>Action</th>
-            <th>Subject</th>
-            <th>What</th>
-            <th>Why</th>
-          </tr>
-        </thead>
-        <tbody>
+      {compact ? (
+        <ul className="kf-audit__list" data-testid="audit-table">
           {rows.map((event) => (
-            <tr key={event.id} data-testid={`audit-row-${event.id}`} data-action={event.action}>
-              <td title={new Date(event.at).toISOString()}>{new Date(event.at).toLocaleString()}</td>
-              <td>{event.actor}</td>
-              <td>{event.action}</td>
-              <td>
-                {event.subjectType} <span className="kf-audit__hash">{event.subjectId}</span>
-              </td>
-              <td className="kf-audit__details">{describe(event.details)}</td>
-              <td>{event.reason ?? ""}</td>
-            </tr>
+            <li key={event.id} data-testid={`audit-row-${event.id}`} data-action={event.action}>
+              <div>
+                <strong>{event.action}</strong> · {event.actor} · <span title={new Date(event.at).toISOString()}>{new Date(event.at).toLocaleString()}</span>
+              </div>
+              {event.reason ? <div>why: {event.reason}</div> : null}
+              <div className="kf-audit__details">{describe(event.details)}</div>
+            </li>
           ))}
-          {rows.length === 0 && !events.isPending ? (
+          {rows.length === 0 && !events.isPending ? <li>No events match.</li> : null}
+        </ul>
+      ) : (
+        <table className="kf-table" data-testid="audit-table">
+          <thead>
             <tr>
-              <td colSpan={6}>No events match.</td>
+              <th>When</th>
+              <th>Who</th>
+              <th>Action</th>
+              <th>Subject</th>
+              <th>What</th>
+              <th>Why</th>
             </tr>
-          ) : null}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {rows.map((event) => (
+              <tr key={event.id} data-testid={`audit-row-${event.id}`} data-action={event.action}>
+                <td title={new Date(event.at).toISOString()}>{new Date(event.at).toLocaleString()}</td>
+                <td>{event.actor}</td>
+                <td>{event.action}</td>
+                <td>
+                  {event.subjectType} <span className="kf-audit__hash">{event.subjectId}</span>
+                </td>
+                <td className="kf-audit__details">{describe(event.details)}</td>
+                <td>{event.reason ?? ""}</td>
+              </tr>
+            ))}
+            {rows.length === 0 && !events.isPending ? (
+              <tr>
+                <td colSpan={6}>No events match.</td>
+              </tr>
+            ) : null}
+          </tbody>
+        </table>
+      )}
       {events.hasNextPage ? (
         <button type="button" className="kf-button kf-button--small" onClick={() => void events.fetchNextPage()} disabled={events.isFetchingNextPage}>
           Older events

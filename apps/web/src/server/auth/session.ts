@@ -2,9 +2,10 @@
 // only their sha256, with an absolute expiry. Logout deletes the row, so a copied cookie dies with it.
 //
 // The cookie is `__Host-keyflow_session; Path=/; HttpOnly; Secure; SameSite=Lax`. `__Host-` forces
-// Secure, Path=/ and no Domain, and Secure is kept even on plain http: browsers treat
-// http://localhost as a secure context and accept Secure cookies there (verified in Chromium by
-// e2e/auth.e2e.test.ts), so development and the e2e tests run on `localhost`, not on 127.0.0.1.
+// Secure, Path=/ and no Domain, and Secure is kept even on plain http: browsers treat loopback
+// (http://localhost and http://127.0.0.1) as a secure context and accept Secure cookies there
+// (verified in Debian's Chromium on both, and by e2e/auth.e2e.test.ts on 127.0.0.1), so nothing is
+// weakened for development or the e2e tests. Anything else must be served over https.
 import { randomBytes } from "node:crypto";
 import { sha256Hex, type PrismaClient } from "@keyflow/db";
 import type { SessionUser } from "./roles";
