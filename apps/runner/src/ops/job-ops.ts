@@ -5,36 +5,52 @@
 // runtime stay unaware of it.
 import type { Connectors, JobIoNode } from "../job/driver";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
-import type { DeadLetter, DeadLetterSink, RecordSink, SinkRecord } from "../io/types";
+import type { CommittingWriter, DeadLetter, DeadLetterSink, RecordSink, SinkRecord } from "../io/types";
 import { DEFAULT_MAX_OUT_OF_ORDERNESS_MS } from "@keyflow/operators";
 import { RingBuffer } from "./ring-buffer";
 import { WatchedSource, type SourceFigures } from "./source-partitions";
 import { RecordThrottle, type ThrottleClock } from "./throttle";
 import type { JsonValue } from "@keyflow/operators";
 
+/** A writer that hands everything to another one; subclasses look at what is written. */
+class DelegatingWriter<T> implements CommittingWriter<T> {
+  constructor(protected readonly inner: CommittingWriter<T>) {}
+  get target(): string {
+    return this.inner.target;
+  }
+  open(restored: JsonValue | undefined): Promise<void> {
+    return this.inner.open(restored);
+  }
+  write(records: readonly T[]): Promise<void> {
+    return this.inner.write(records);
+  }
+  prepareCommit(checkpointId: number): Promise<JsonValue> {
+    return this.inner.prepareCommit(checkpointId);
+  }
+  commit(checkpointId: number, prepared: JsonValue): Promise<void> {
+    return this.inner.commit(checkpointId, prepared);
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
 /** A sink with its throttle applied and its time accounted. */
-export class OpsSink implements RecordSink {
+export class OpsSink extends DelegatingWriter<SinkRecord> implements RecordSink {
   readonly nodeId: string;
   private pending = 0;
 
   constructor(
-    private readonly inner: RecordSink,
+    inner: RecordSink,
     private readonly throttle: RecordThrottle,
     readonly time: TimeAccount,
     private readonly tap?: RingBuffer<TappedRecord>,
   ) {
+    super(inner);
     this.nodeId = inner.nodeId;
   }
 
-  get target(): string {
-    return this.inner.target;
-  }
-
-  open(restored: JsonValue | undefined): Promise<void> {
-    return this.inner.open(restored);
-  }
-
-  async write(records: readonly SinkRecord[]): Promise<void> {
+  override async write(records: readonly SinkRecord[]): Promise<void> {
     if (this.pending++ === 0) this.time.switchTo("busy");
     if (this.tap) {
       const at = Date.now();
@@ -58,15 +74,6 @@ export class OpsSink implements RecordSink {
     }
   }
 
-  prepareCommit(checkpointId: number): Promise<JsonValue> {
-    return this.inner.prepareCommit(checkpointId);
-  }
-  commit(checkpointId: number, prepared: JsonValue): Promise<void> {
-    return this.inner.commit(checkpointId, prepared);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
 }
 
 /** A record seen by a tap: when (processing time), its value, event time and key. */
@@ -92,32 +99,19 @@ export interface TappedDeadLetter {
 export const TAP_CAPACITY = 20;
 
 /** The dead-letter output with a tap per node. */
-class TappedDeadLetters implements DeadLetterSink {
+class TappedDeadLetters extends DelegatingWriter<DeadLetter> implements DeadLetterSink {
   constructor(
-    private readonly inner: DeadLetterSink,
+    inner: DeadLetterSink,
     private readonly tapOf: (nodeId: string) => RingBuffer<TappedDeadLetter>,
-  ) {}
-  get target(): string {
-    return this.inner.target;
+  ) {
+    super(inner);
   }
-  open(restored: JsonValue | undefined): Promise<void> {
-    return this.inner.open(restored);
-  }
-  write(records: readonly DeadLetter[]): Promise<void> {
+  override write(records: readonly DeadLetter[]): Promise<void> {
     const at = Date.now();
     for (const d of records) {
       this.tapOf(d.nodeId).push({ at, nodeId: d.nodeId, port: d.port ?? null, reason: d.reason, raw: d.raw ?? null, value: d.value ?? null, origin: d.origin ?? null });
     }
     return this.inner.write(records);
-  }
-  prepareCommit(checkpointId: number): Promise<JsonValue> {
-    return this.inner.prepareCommit(checkpointId);
-  }
-  commit(checkpointId: number, prepared: JsonValue): Promise<void> {
-    return this.inner.commit(checkpointId, prepared);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
