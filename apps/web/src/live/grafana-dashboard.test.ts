@@ -28,10 +28,25 @@ describe("the Grafana dashboard of the runner", () => {
 
   it("covers throughput, dead letters, late records, state, keys, checkpoints against the timeout and consumer lag", () => {
     const all = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join("\n");
-    for (const name of ["keyflow_records_in_total", "keyflow_records_out_total", "keyflow_dead_letters_total", "keyflow_late_records_total", "keyflow_state_bytes", "keyflow_keys", "keyflow_last_checkpoint_duration_milliseconds", "keyflow_source_lag_records", "keyflow_task_backpressured_time_ms_per_second"]) {
+    for (const name of [
+      "keyflow_records_in_total",
+      "keyflow_records_out_total",
+      "keyflow_dead_letters_total",
+      "keyflow_late_records_total",
+      "keyflow_state_bytes",
+      "keyflow_keys",
+      "keyflow_last_checkpoint_duration_milliseconds",
+      "keyflow_checkpoint_timeout_milliseconds",
+      "keyflow_checkpoints_failed_total",
+      "keyflow_source_lag_records",
+      "keyflow_task_backpressured_time_ms_per_second",
+      "keyflow_node_backpressured_time_ms_per_second",
+      "keyflow_node_busy_time_ms_per_second",
+    ]) {
       expect(all, name).toContain(name);
     }
-    expect(all).toContain("$checkpoint_timeout_ms * 0.8");
+    // The duration is drawn against the timeout the runner exports, and 80 % of it.
+    expect(all).toContain('keyflow_checkpoint_timeout_milliseconds{job=~"$job"} * 0.8');
     const ids = dashboard.panels.map((p) => p.title);
     expect(new Set(ids).size).toBe(ids.length);
   });

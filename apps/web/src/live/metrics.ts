@@ -39,6 +39,38 @@ const runnerTaskSchema = z.looseObject({
   ...taskTimesShape,
 });
 
+/** A source partition as the runner sees it (records, offset, idleness, lag, watermark). */
+const partitionSchema = z.object({
+  partition: z.number(),
+  records: z.number(),
+  lastOffset: z.string().nullable(),
+  lastRecordAt: z.number().nullable(),
+  idle: z.boolean(),
+  lag: z.number().nullable(),
+  watermark: z.number().nullable(),
+});
+export type SourcePartition = z.infer<typeof partitionSchema>;
+
+const checkpointProgressSchema = z.object({
+  id: z.number(),
+  triggeredAt: z.number(),
+  tasks: z.array(z.object({ task: z.string(), subtask: z.number(), acknowledged: z.boolean(), alignmentMs: z.number().optional() })),
+});
+export type CheckpointProgress = z.infer<typeof checkpointProgressSchema>;
+
+const failedCheckpointSchema = z.object({ id: z.number(), triggeredAt: z.number(), failedAt: z.number(), reason: z.string() });
+export type FailedCheckpoint = z.infer<typeof failedCheckpointSchema>;
+
+/** Records and hottest keys per subtask of a keyed operator, counted by the runner at the exchange. */
+const operatorSkewSchema = z.object({
+  node: z.string(),
+  records: z.array(z.number()),
+  mean: z.number(),
+  skewedSubtasks: z.array(z.number()),
+  hotKeys: z.array(z.object({ key: z.string(), count: z.number(), error: z.number(), subtask: z.number(), share: z.number() })),
+});
+export type OperatorSkew = z.infer<typeof operatorSkewSchema>;
+
 /** One event of the runner's metrics stream; unknown fields are tolerated (the runner grows). */
 export const runnerSnapshotSchema = z.looseObject({
   jobId: z.string(),
@@ -51,6 +83,10 @@ export const runnerSnapshotSchema = z.looseObject({
   subtasks: z.array(runnerTaskSchema).optional(),
   tasks: z.array(runnerTaskSchema).optional(),
   sources: z.record(z.string(), z.looseObject({ input: z.string().optional(), lag: z.record(z.string(), z.number()).default({}) })).default({}),
+  sourcePartitions: z.record(z.string(), z.object({ input: z.string().nullable(), partitions: z.array(partitionSchema) })).default({}),
+  checkpointInProgress: checkpointProgressSchema.nullable().default(null),
+  failedCheckpoints: z.array(failedCheckpointSchema).default([]),
+  skew: z.array(operatorSkewSchema).default([]),
 });
 export type RunnerSnapshot = z.infer<typeof runnerSnapshotSchema>;
 
@@ -93,6 +129,14 @@ export interface LiveMetrics {
   nodes: Record<string, LiveNodeMetrics>;
   /** Kafka consumer lag per source node and partition. */
   sourceLag: Record<string, Record<string, number>>;
+  /** Per source node: its input and partitions, as the runner reports them. */
+  sourcePartitions: RunnerSnapshot["sourcePartitions"];
+  /** Parallel jobs: the checkpoint in flight with each task's acknowledgement. */
+  checkpointInProgress: CheckpointProgress | null;
+  /** Parallel jobs: aborted checkpoints with their reason, newest first. */
+  failedCheckpoints: FailedCheckpoint[];
+  /** Parallel jobs: load and hottest keys per keyed operator and subtask. */
+  skew: OperatorSkew[];
 }
 
 /** Per-second rate of a counter between two readings; a counter that went down (restart) gives 0. */
@@ -170,5 +214,9 @@ export function toLiveMetrics(deploymentId: string, snap: RunnerSnapshot, previo
     lastCheckpointId: snap.lastCheckpointId,
     nodes,
     sourceLag,
+    sourcePartitions: snap.sourcePartitions,
+    checkpointInProgress: snap.checkpointInProgress,
+    failedCheckpoints: snap.failedCheckpoints,
+    skew: snap.skew,
   };
 }

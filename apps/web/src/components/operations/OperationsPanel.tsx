@@ -1,17 +1,19 @@
 "use client";
-// The side panel's "Operations" tab for a running deployment: the job's status, its checkpoint
-// history (from the runner, with a chart of duration and size and a warning when a checkpoint takes
-// more than 80 % of the pipeline's timeout), and job controls (stop, with the result).
+// The side panel's "Operations" tab for a running deployment: the job's status, its checkpoints
+// (history from the runner with a chart of duration and size, the one in flight with each task's
+// acknowledgement, aborted ones with their reason, a warning past 80 % of the pipeline's timeout),
+// job controls (stop, with the result), and the Sources, Skew and node drill-down panels.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { formatBytes, formatDuration } from "../../live/format";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
 import { useLive } from "../live/LiveContext";
+import { checkpointNearTimeout, SLOW_CHECKPOINT_SHARE } from "../../live/operations";
 import { CheckpointChart } from "./CheckpointChart";
+import { NodeDrillDown } from "./NodeDrillDown";
+import { SkewPanel } from "./SkewPanel";
+import { SourcesPanel } from "./SourcesPanel";
 import "./operations.css";
-
-/** A checkpoint slower than this share of checkpointTimeoutMs is a warning (the seeds' checklist item 9). */
-export const SLOW_CHECKPOINT_SHARE = 0.8;
 
 type Deployment = PipelineDetail["deployments"][number];
 
@@ -63,7 +65,11 @@ function DeploymentOperations({ deployment, versionNumber, onStopped }: { deploy
   const data = checkpoints.data;
   const history = data?.checkpoints ?? [];
   const limit = data ? data.checkpointTimeoutMs * SLOW_CHECKPOINT_SHARE : Number.POSITIVE_INFINITY;
-  const slow = history.filter((c) => c.durationMs > limit);
+  const slow = history.filter((c) => data !== undefined && checkpointNearTimeout(c.durationMs, data.checkpointTimeoutMs));
+  const inFlight = live?.metrics?.checkpointInProgress ?? null;
+  const inFlightMs = inFlight && live?.metrics ? Math.max(0, live.metrics.at - inFlight.triggeredAt) : 0;
+  const failed = live?.metrics?.failedCheckpoints ?? [];
+  const liveNodes = Object.entries(live?.metrics?.nodes ?? {}).map(([id, n]) => ({ id, type: n.type }));
   const points = [...history].reverse().map((c) => ({ at: c.triggeredAt, durationMs: c.durationMs, stateBytes: c.stateBytes }));
 
   return (
@@ -115,6 +121,46 @@ function DeploymentOperations({ deployment, versionNumber, onStopped }: { deploy
             checkpoint about to time out fails the job's exactly-once guarantee. Reduce state (TTL, smaller windows) or raise checkpointTimeoutMs.
           </p>
         ) : null}
+        {inFlight ? (
+          <div data-testid="checkpoint-in-progress" data-checkpoint={inFlight.id}>
+            <p className="kf-ops__meta">
+              Checkpoint {inFlight.id} in progress for {formatDuration(inFlightMs)}: {inFlight.tasks.filter((t) => t.acknowledged).length} of {inFlight.tasks.length} tasks acknowledged
+            </p>
+            <div className="kf-ops__acks">
+              {inFlight.tasks.map((t) => (
+                <span key={`${t.task}-${t.subtask}`} className={`kf-ops__ack kf-ops__ack--${t.acknowledged ? "done" : "pending"}`} title={t.alignmentMs !== undefined ? `alignment ${formatDuration(t.alignmentMs)}` : undefined}>
+                  {t.task}
+                  {t.task === "keyed" ? ` ${t.subtask}` : ""} {t.acknowledged ? "✓" : "…"}
+                </span>
+              ))}
+            </div>
+            {data && checkpointNearTimeout(inFlightMs, data.checkpointTimeoutMs) ? (
+              <p className="kf-ops__warning" data-testid="checkpoint-in-progress-slow">
+                Checkpoint {inFlight.id} has run past 80 % of the timeout ({formatDuration(limit)}); it is aborted at {formatDuration(data.checkpointTimeoutMs)}.
+              </p>
+            ) : null}
+          </div>
+        ) : null}
+        {failed.length > 0 ? (
+          <table className="kf-ops__table" data-testid="checkpoint-failed">
+            <thead>
+              <tr>
+                <th>failed</th>
+                <th>triggered</th>
+                <th>reason</th>
+              </tr>
+            </thead>
+            <tbody>
+              {failed.map((f) => (
+                <tr key={f.id} className="kf-ops__row--slow">
+                  <td>{f.id}</td>
+                  <td>{time(f.triggeredAt)}</td>
+                  <td>{f.reason}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ) : null}
         {points.length > 0 && data ? <CheckpointChart points={points} timeoutMs={data.checkpointTimeoutMs} /> : null}
         {data && history.length === 0 ? <p className="kf-ops__empty">No checkpoint completed yet (the first comes after {formatDuration(data.checkpointIntervalMs)}).</p> : null}
         {history.length > 0 ? (
@@ -142,6 +188,9 @@ function DeploymentOperations({ deployment, versionNumber, onStopped }: { deploy
           </table>
         ) : null}
       </section>
+      <SourcesPanel />
+      <SkewPanel />
+      {liveNodes.length > 0 ? <NodeDrillDown deploymentId={deployment.id} nodes={liveNodes} /> : null}
     </>
   );
 }

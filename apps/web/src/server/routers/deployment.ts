@@ -2,7 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { hasRole } from "../auth/roles";
 import { deployVersion } from "../services/deployments";
-import { deploymentCheckpoints, liveMetrics, stopDeployment, throttleSink } from "../services/operations";
+import { deploymentCheckpoints, keyState, liveMetrics, nodeTaps, stopDeployment, throttleSink } from "../services/operations";
 import { analystProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const deploymentInput = z.object({ deploymentId: z.string().min(1) });
@@ -22,6 +22,12 @@ export const deploymentRouter = createTRPCRouter({
     yield* liveMetrics((await ctx.db()).prisma, ctx.env.runnerUrl, input.deploymentId, signal);
   }),
   checkpoints: authedProcedure.input(deploymentInput).query(async ({ ctx, input }) => deploymentCheckpoints((await ctx.db()).prisma, ctx.env.runnerUrl, input.deploymentId)),
+  /** Node drill-down: the runner's taps on a node (last records into it, last dead letters with reasons). */
+  taps: authedProcedure.input(deploymentInput.extend({ nodeId: z.string().min(1) })).query(async ({ ctx, input }) => nodeTaps((await ctx.db()).prisma, ctx.env.runnerUrl, input)),
+  /** Node drill-down: one key's state and timers (the runner's queryable state). */
+  keyState: authedProcedure
+    .input(deploymentInput.extend({ nodeId: z.string().min(1), key: z.string().min(1).max(1_000) }))
+    .query(async ({ ctx, input }) => keyState((await ctx.db()).prisma, ctx.env.runnerUrl, input)),
   /** Operations / debugging: a records-per-second cap on a sink of the running job (null lifts it). */
   throttle: analystProcedure
     .input(deploymentInput.extend({ nodeId: z.string().min(1), recordsPerSecond: z.number().min(0.1).max(1_000_000).nullable() }))

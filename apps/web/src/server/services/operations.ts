@@ -159,3 +159,46 @@ async function runnerJson(runnerUrl: string, path: string, init: RequestInit, de
   }
   return json;
 }
+
+// ---- Node drill-down: taps and queryable state -----------------------------------------------------
+
+const tappedSchema = z.object({
+  jobId: z.string(),
+  nodeId: z.string(),
+  records: z.array(z.object({ at: z.number(), value: z.unknown(), timestamp: z.number(), key: z.string().optional() })),
+  recordsSeen: z.number(),
+  deadLetters: z.array(
+    z.object({
+      at: z.number(),
+      nodeId: z.string(),
+      port: z.string().nullable(),
+      reason: z.string(),
+      raw: z.string().nullable(),
+      value: z.unknown(),
+      origin: z.looseObject({ partition: z.number().optional(), offset: z.string().optional(), topic: z.string().optional(), path: z.string().optional(), line: z.number().optional() }).nullable(),
+    }),
+  ),
+  deadLettersSeen: z.number(),
+});
+
+/** The runner's taps on a node: the last records into it (sinks) and its last dead letters with their reasons. */
+export async function nodeTaps(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string }) {
+  const deployment = await findDeployment(prisma, input.deploymentId);
+  const json = await runnerJson(runnerUrl, `/jobs/${encodeURIComponent(deployment.runnerJobId)}/nodes/${encodeURIComponent(input.nodeId)}/taps`, {}, input.deploymentId);
+  const parsed = tappedSchema.safeParse(json);
+  if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected taps answer from the runner: ${z.prettifyError(parsed.error)}` });
+  return parsed.data;
+}
+
+/**
+ * One key's current state and timers in a node, from the runner's queryable state
+ * (GET /jobs/:id/state?node=&key=); its shape is the runner's, shown as it comes.
+ */
+export async function keyState(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string; key: string }) {
+  const deployment = await findDeployment(prisma, input.deploymentId);
+  const query = new URLSearchParams({ node: input.nodeId, key: input.key });
+  const json = await runnerJson(runnerUrl, `/jobs/${encodeURIComponent(deployment.runnerJobId)}/state?${query.toString()}`, {}, input.deploymentId);
+  const parsed = z.record(z.string(), z.unknown()).safeParse(json);
+  if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected state answer from the runner: ${z.prettifyError(parsed.error)}` });
+  return { deploymentId: input.deploymentId, nodeId: input.nodeId, key: input.key, state: parsed.data };
+}
