@@ -58,6 +58,7 @@ export const AUDIT_ACTIONS = [
   "reject",
   "promote",
   "rollback",
+  "void",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -165,6 +165,9 @@ describe("tRPC API", () => {
       const deployment = await deployer.deployment.deploy({ versionId: version.id, mode: "shadow" });
       expect(deployment).toMatchObject({ versionId: version.id, pipelineId: id, status: "running", runnerJobId: "job-1" });
       expect(received).toEqual([{ method: "POST", url: "/jobs", body: { deploymentId: deployment.id, pipeline: expect.objectContaining({ name: "deployed", format: PIPELINE_FORMAT }) } }]);
+      // Shadow: the runner gets the rule with its alert sink on deployed.shadow, never on the enforcement topic "alerts".
+      const submitted = (received[0] as { body: { pipeline: { nodes: { id: string; params: { topic?: string } }[] } } }).body.pipeline;
+      expect(submitted.nodes.find((n) => n.id === "alerts")?.params.topic).toBe("deployed.shadow");
     } finally {
       runner.close();
     }

@@ -3,6 +3,7 @@ import { auditRouter } from "./routers/audit";
 import { catalogRouter } from "./routers/catalog";
 import { deploymentRouter } from "./routers/deployment";
 import { pipelineRouter } from "./routers/pipeline";
+import { promotionRouter } from "./routers/promotion";
 import { templatesRouter } from "./routers/templates";
 import { usersRouter } from "./routers/users";
 import { createCallerFactory, createTRPCRouter } from "./trpc";
@@ -14,6 +15,7 @@ export const appRouter = createTRPCRouter({
   templates: templatesRouter,
   users: usersRouter,
   audit: auditRouter,
+  promotion: promotionRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -266,6 +266,57 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     expect(await db.prisma.session.count({ where: { tokenHash: sha256Hex(token) } })).toBe(0);
   });
 
+  it("promotion: an analyst cannot approve, nobody approves their own request, an approver approves with a comment, a newer version voids it", async () => {
+    const graph = (expression: string) => ({
+      format: PIPELINE_FORMAT,
+      name: "promoted",
+      nodes: [
+        { id: "in", type: "source.kafka", params: { topic: "payments", timestampField: "ts" } },
+        { id: "big", type: "filter", params: { expression } },
+        { id: "out", type: "sink.kafka", params: { topic: "enforcement" } },
+      ],
+      edges: [
+        { from: "in", to: "big" },
+        { from: "big", to: "out" },
+      ],
+    });
+    type Data<T> = { result: { data: { json: T } } };
+    const created = await call("mutation", "pipeline.create", { name: "promoted", graph: graph("amount > 1") }, { as: "analyst" });
+    const pipelineId = (created.body as Data<{ id: string }>).result.data.json.id;
+    const v1 = (await call("mutation", "pipeline.saveVersion", { pipelineId, graph: graph("amount > 1"), message: "v1" }, { as: "analyst" })).body as Data<{ version: { id: string } }>;
+    const asked = await call("mutation", "promotion.request", { versionId: v1.result.data.json.version.id, reason: "two weeks in shadow" }, { as: "analyst" });
+    expect(asked.status).toBe(200);
+    const requestId = (asked.body as Data<{ id: string; status: string }>).result.data.json.id;
+
+    // The analyst (here also the requester) may not approve: FORBIDDEN by role.
+    const byAnalyst = await call("mutation", "promotion.approve", { requestId, comment: "lgtm" }, { as: "analyst" });
+    expect({ status: byAnalyst.status, code: codeOf(byAnalyst.body) }).toEqual({ status: 403, code: "FORBIDDEN" });
+
+    // An approver who asked for a promotion cannot approve it either.
+    const v1b = (await call("mutation", "pipeline.saveVersion", { pipelineId, graph: graph("amount > 1"), message: "same graph again" }, { as: "approver" })).body as Data<{ version: { id: string } }>;
+    const own = (await call("mutation", "promotion.request", { versionId: v1b.result.data.json.version.id }, { as: "approver" })).body as Data<{ id: string }>;
+    const selfApproval = await call("mutation", "promotion.approve", { requestId: own.result.data.json.id }, { as: "approver" });
+    expect({ status: selfApproval.status, code: codeOf(selfApproval.body) }).toEqual({ status: 403, code: "FORBIDDEN" });
+    const rejected = await call("mutation", "promotion.reject", { requestId: own.result.data.json.id, comment: "not mine to approve; admin rejects" }, { as: "admin" });
+    expect((rejected.body as Data<{ status: string }>).result.data.json.status).toBe("rejected");
+
+    const approved = await call("mutation", "promotion.approve", { requestId, comment: "shadow numbers look right" }, { as: "approver" });
+    expect((approved.body as Data<{ status: string; decidedBy: string; comment: string }>).result.data.json).toMatchObject({ status: "approved", decidedBy: "pat@bank.test", comment: "shadow numbers look right" });
+    const again = await call("mutation", "promotion.approve", { requestId }, { as: "admin" });
+    expect(codeOf(again.body)).toBe("PRECONDITION_FAILED");
+
+    // A change after approval voids it.
+    await call("mutation", "pipeline.saveVersion", { pipelineId, graph: graph("amount > 2"), message: "tweak" }, { as: "analyst" });
+    expect((await db.prisma.promotionRequest.findUniqueOrThrow({ where: { id: requestId } })).status).toBe("void");
+
+    const trail = await db.prisma.auditEvent.findMany({ where: { subjectType: "promotion", subjectId: requestId }, orderBy: { id: "asc" } });
+    expect(trail.map((e) => [e.action, e.actor, e.reason])).toEqual([
+      ["request", "ada@bank.test", "two weeks in shadow"],
+      ["approve", "pat@bank.test", "shadow numbers look right"],
+      ["void", "ada@bank.test", "a newer version was saved: the request no longer matches the graph that would run"],
+    ]);
+  });
+
   it("keeps the chain linear under concurrent writers (advisory lock)", async () => {
     const writers = [createDb({ databaseUrl }), createDb({ databaseUrl }), createDb({ databaseUrl })];
     try {

@@ -3,6 +3,7 @@ import { pipelineDocumentSchema, validatePipeline } from "@keyflow/operators";
 import { auditDiff } from "../services/audit";
 import { dryRunDraft } from "../services/dry-run";
 import { importDraft } from "../services/import";
+import { voidStalePromotions } from "../services/promotions";
 import { createPipeline, getPipeline, listPipelines, saveDraft, saveVersion } from "../services/pipelines";
 import { fromJsonColumn } from "../json";
 import { analystProcedure, authedProcedure, createTRPCRouter } from "../trpc";
@@ -61,6 +62,8 @@ export const pipelineRouter = createTRPCRouter({
         details: { pipelineId: input.pipelineId, name: input.graph.name, number: saved.version.number, graphHash: saved.version.graphHash, against: previous?.number ?? null, diff: auditDiff(before, input.graph) },
         reason: input.message || null,
       });
+      // An approval is for one exact graph: a new version voids the requests for any other.
+      await voidStalePromotions(prisma, ctx.user.email, input.pipelineId, saved.version.graphHash);
       return saved;
     }),
 

@@ -5,6 +5,7 @@ import { validatePipeline } from "@keyflow/operators";
 import type { DeploymentMode, DeploymentStatus, PrismaClient } from "@keyflow/db";
 import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn } from "../json";
+import { pipelineForMode } from "./deployment-mode";
 import { RunnerError, submitJob } from "../runner-client";
 
 /** The runner's job status in the Deployment's vocabulary (a job it accepted is starting or running). */
@@ -26,7 +27,8 @@ export async function deployVersion(prisma: PrismaClient, runnerUrl: string, inp
     select: { id: true, number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } },
   });
   if (!version) throw notFound("version", input.versionId);
-  const pipeline = fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`);
+  // Shadow deployments write their alerts to <rule>.shadow, never to the enforcement topic.
+  const pipeline = pipelineForMode(fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`), input.mode);
   const result = validatePipeline(pipeline);
   if (!result.ok) throw pipelineRejected(`cannot deploy version ${version.number}`, result.issues);
 
