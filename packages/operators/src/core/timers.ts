@@ -39,7 +39,12 @@ class Bucket {
   sorted = true;
   /** When set, exactly the live timers; the arrays then hold them plus dead or repeated entries. */
   index: Map<string, Set<Key>> | undefined = undefined;
-  /** Live timers. */
+  /**
+   * Entries were appended without a check for repeats (no index, unsorted): `count` may then
+   * exceed the live timers until the bucket is normalized or indexed.
+   */
+  unchecked = false;
+  /** Live timers (an upper bound while `unchecked`). */
   count = 1;
 
   constructor(key: Key, ns: string) {
@@ -80,7 +85,19 @@ class Bucket {
       set.add(this.keys[i] as Key);
     }
     this.index = index;
+    if (this.unchecked) {
+      let n = 0;
+      for (const set of index.values()) n += set.size;
+      this.count = n;
+      this.unchecked = false;
+    }
     return index;
+  }
+
+  /** The exact number of live timers (drops repeats of an unchecked bucket first). */
+  liveCount(): number {
+    if (this.unchecked) this.normalize();
+    return this.count;
   }
 
   has(key: Key, ns: string): boolean {
@@ -102,7 +119,11 @@ class Bucket {
         this.push(key, ns);
         return true;
       }
-      index = this.buildIndex();
+      // Out of order in a large bucket (random keys sharing a time): append unchecked rather than
+      // hash every registration; a repeat is dropped when the bucket is next read (normalize).
+      this.push(key, ns);
+      this.unchecked = true;
+      return true;
     }
     let set = index.get(ns);
     if (set === undefined) index.set(ns, (set = new Set()));
@@ -160,6 +181,8 @@ class Bucket {
     }
     this.sorted = true;
     this.index = undefined;
+    this.unchecked = false;
+    this.count = this.keys.length;
   }
 
   /** The live timers sorted by (key, namespace), as parallel arrays (nss undefined: all in ns0). Not to be mutated. */
@@ -199,12 +222,32 @@ interface Firing {
 export class TimerQueue {
   private readonly byTime = new Map<number, Bucket>();
   private readonly times = new NumberMinHeap();
+  /** Registered timers; an upper bound while buckets in `unchecked` may hold repeats. */
   private count = 0;
+  /** Buckets that took unchecked appends since `size` last looked. */
+  private readonly unchecked: Array<[number, Bucket]> = [];
   private firing: Firing | undefined = undefined;
 
-  /** Number of registered timers. */
+  /** Number of registered timers (exact: buckets with unchecked appends are deduplicated first). */
   get size(): number {
+    this.settle();
     return this.count;
+  }
+
+  /**
+   * Drops the repeats of buckets that took unchecked appends, keeping `count` exact. Every read
+   * of whole buckets (size, dueAt, snapshot, keys) settles first: normalizing a bucket elsewhere
+   * would change its count behind the queue's back.
+   */
+  private settle(): void {
+    if (this.unchecked.length > 0) {
+      for (const [t, b] of this.unchecked) {
+        if (this.byTime.get(t) !== b || !b.unchecked) continue; // fired or normalized meanwhile
+        const before = b.count;
+        this.count -= before - b.liveCount();
+      }
+      this.unchecked.length = 0;
+    }
   }
 
   /** Whether (key, time, namespace) is in the bucket being fired and not fired yet. */
@@ -223,8 +266,21 @@ export class TimerQueue {
     if (bucket === undefined) {
       this.byTime.set(time, new Bucket(key, namespace));
       this.times.push(time);
-    } else if (!bucket.add(key, namespace)) return false;
-    this.count++;
+      this.count++;
+    } else {
+      const wasUnchecked = bucket.unchecked;
+      const before = bucket.count;
+      if (!bucket.add(key, namespace)) {
+        if (bucket.count !== before) this.count += bucket.count - before; // an index dropped repeats
+        return false;
+      }
+      this.count += bucket.count - before;
+      if (bucket.unchecked && !wasUnchecked) {
+        this.unchecked.push([time, bucket]);
+        // Without a `size` call (no metrics polled) fired buckets would stay referenced here.
+        if (this.unchecked.length > 64 + 2 * this.byTime.size) this.pruneUnchecked();
+      }
+    }
     return true;
   }
 
@@ -237,8 +293,11 @@ export class TimerQueue {
       }
     }
     const bucket = this.byTime.get(time);
-    if (bucket === undefined || !bucket.remove(key, namespace)) return false;
-    this.count--;
+    if (bucket === undefined) return false;
+    const before = bucket.count;
+    const removed = bucket.remove(key, namespace);
+    this.count += bucket.count - before; // -1, and any repeats an index dropped
+    if (!removed) return false;
     if (bucket.count === 0) {
       // The time stays in the heap and is skipped when reached; rebuild if such stale times pile up.
       this.byTime.delete(time);
@@ -249,7 +308,18 @@ export class TimerQueue {
 
   has(key: Key, time: number, namespace: string): boolean {
     if (this.firing !== undefined && this.pendingInFiring(key, time, namespace) !== undefined) return true;
-    return this.byTime.get(time)?.has(key, namespace) ?? false;
+    const bucket = this.byTime.get(time);
+    if (bucket === undefined) return false;
+    const before = bucket.count;
+    const found = bucket.has(key, namespace);
+    this.count += bucket.count - before; // an index built for the lookup dropped repeats
+    return found;
+  }
+
+  private pruneUnchecked(): void {
+    const keep = this.unchecked.filter(([t, b]) => b.unchecked && this.byTime.get(t) === b);
+    this.unchecked.length = 0;
+    this.unchecked.push(...keep);
   }
 
   /**
@@ -264,7 +334,7 @@ export class TimerQueue {
     for (let t = this.peekTime(); t !== undefined && t <= upTo; t = this.peekTime()) {
       const bucket = this.byTime.get(t) as Bucket;
       this.byTime.delete(t);
-      this.count -= bucket.count;
+      this.count -= bucket.count; // before inOrder() drops repeats: what was counted goes
       const { keys, nss, ns0 } = bucket.inOrder();
       const f: Firing = { time: t, bucket, lastKey: undefined, lastNs: DEFAULT_NS, cancelled: undefined };
       this.firing = f;
@@ -295,6 +365,7 @@ export class TimerQueue {
 
   /** The timers at `time`, sorted by (key, namespace); they stay registered (see fireUpTo to fire them). */
   dueAt(time: number): DueTimer[] {
+    this.settle();
     return this.byTime.get(time)?.due() ?? [];
   }
 
@@ -313,6 +384,7 @@ export class TimerQueue {
 
   /** The keys holding timers, for state stats (a key with only a timer still counts as a key). */
   keys(): Set<Key> {
+    this.settle();
     const out = new Set<Key>();
     for (const bucket of this.byTime.values()) for (const k of bucket.keysOf()) out.add(k);
     return out;
@@ -321,6 +393,7 @@ export class TimerQueue {
   clear(): void {
     this.byTime.clear();
     this.times.clear();
+    this.unchecked.length = 0;
     this.count = 0;
   }
 
