@@ -492,6 +492,11 @@ export class ParallelExecution {
     await Promise.all(sends);
   }
 
+  /** A checkpoint as soon as none is in progress (a savepoint), whatever the interval says. */
+  requestCheckpoint(): void {
+    this.nextCheckpointAt = 0;
+  }
+
   /** Snapshots the source task and sends barrier `id` down every channel; `timeoutMs` undefined: the final checkpoint (no timeout). */
   private async injectBarrier(timeoutMs: number | undefined): Promise<void> {
     const { clock } = this.ctx;

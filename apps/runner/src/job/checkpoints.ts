@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { JsonValue } from "@keyflow/operators";
 import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
+import { checkpointGraphSchema } from "./restore-compat";
 
 export const CHECKPOINT_FORMAT = "keyflow.checkpoint/v1";
 
@@ -30,6 +31,10 @@ const metaSchema = z.object({
   sources: z.record(z.string(), jsonValue),
   sinks: z.record(z.string(), jsonValue),
   deadLetters: jsonValue.optional(),
+  /** The pipeline's nodes (type, version, params) and edges: a restore checks its state still fits (./restore-compat.ts). */
+  graph: checkpointGraphSchema.optional(),
+  /** Set on a savepoint's copy: the job and checkpoint it was taken from. */
+  savepointOf: z.object({ jobId: z.string(), checkpoint: z.number().int() }).optional(),
   /** Parallel jobs: one state file per task (instead of state.bin) and what each task acknowledged. */
   parallelism: z.number().int().positive().optional(),
   maxParallelism: z.number().int().positive().optional(),
@@ -184,20 +189,11 @@ export class DirectoryCheckpointStore implements CheckpointStore {
   }
 
   async write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void> {
-    const final = path.join(this.location, name(meta.id));
-    const tmp = path.join(this.location, `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`);
-    await fs.mkdir(tmp, { recursive: true });
-    try {
+    await writeFolder(this.location, name(meta.id), `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`, async (tmp) => {
       if (state instanceof Uint8Array) await writeSynced(path.join(tmp, "state.bin"), state);
       else for (const t of state) if (t.state) await writeSynced(path.join(tmp, taskFile(t)), t.state);
       await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
-      await fsyncDir(tmp);
-      await fs.rename(tmp, final);
-    } catch (err) {
-      await fs.rm(tmp, { recursive: true, force: true });
-      throw err;
-    }
-    await fsyncDir(this.location);
+    });
   }
 
   async markCommitted(id: number): Promise<void> {
@@ -243,6 +239,40 @@ export async function readCheckpointFolder(dir: string): Promise<StoredCheckpoin
   }
   const state = new Uint8Array(await fs.readFile(path.join(dir, "state.bin")));
   return { meta, committed, state };
+}
+
+/**
+ * Copies checkpoint folder `from` into a new savepoint folder under `root` (written beside, fsynced
+ * and renamed into place like a checkpoint), marked as a savepoint of `jobId`. Returns its path.
+ */
+export async function writeSavepoint(from: string, root: string, jobId: string): Promise<string> {
+  const source = await readCheckpointFolder(from);
+  await fs.mkdir(root, { recursive: true });
+  const base = `savepoint-${jobId.replace(/[^A-Za-z0-9._-]/g, "_")}-${source.meta.id}-${randomBytes(3).toString("hex")}`;
+  await writeFolder(root, base, `.${base}.inprogress`, async (tmp) => {
+    for (const n of await fs.readdir(from)) {
+      if (n === "_metadata.json") continue;
+      await writeSynced(path.join(tmp, n), new Uint8Array(await fs.readFile(path.join(from, n))));
+    }
+    const meta: CheckpointMeta = { ...source.meta, savepointOf: { jobId, checkpoint: source.meta.id } };
+    await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
+  });
+  return path.join(root, base);
+}
+
+/** Fills folder `parent/tmpName`, fsyncs it and renames it to `parent/finalName`: the folder exists whole or not at all. */
+async function writeFolder(parent: string, finalName: string, tmpName: string, fill: (tmp: string) => Promise<void>): Promise<void> {
+  const tmp = path.join(parent, tmpName);
+  await fs.mkdir(tmp, { recursive: true });
+  try {
+    await fill(tmp);
+    await fsyncDir(tmp);
+    await fs.rename(tmp, path.join(parent, finalName));
+  } catch (err) {
+    await fs.rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+  await fsyncDir(parent);
 }
 
 async function writeSynced(file: string, data: string | Uint8Array): Promise<void> {

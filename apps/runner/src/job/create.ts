@@ -27,6 +27,9 @@ export interface CreateJobOptions {
   onStatus?: (status: JobStatus) => void;
   /** Network buffers of parallel jobs (tests; defaults otherwise). */
   exchange?: ExchangeOptions;
+  /** Start from this checkpoint or savepoint folder (see JobDriverOptions.restoreFrom). */
+  restoreFrom?: string;
+  allowNonRestoredState?: boolean;
   /** Live operations (sink throttles and times): wraps the job's sinks. */
   ops?: JobOps;
 }
@@ -65,6 +68,8 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     log: o.log,
     ...(o.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: o.checkpointIntervalMs } : {}),
     ...(o.onCheckpoint ? { onCheckpoint: o.onCheckpoint } : {}),
+    ...(o.restoreFrom !== undefined ? { restoreFrom: o.restoreFrom } : {}),
+    ...(o.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     onStatus,
     ...(o.exchange ? { exchange: o.exchange } : {}),
     operatorServices: { customFunctionFactory: sandboxes.factory },

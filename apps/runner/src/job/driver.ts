@@ -24,7 +24,10 @@ import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, 
 import { BatchQueue } from "./batch-queue";
 import { crashPoint } from "./crash-hook";
 import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
-import { CHECKPOINT_FORMAT, taskFile } from "./checkpoints";
+import { CHECKPOINT_FORMAT, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
+import { checkRestore, graphOf } from "./restore-compat";
+import { writeFileAtomic } from "../io/file/atomic";
+import path from "node:path";
 import type { Clock } from "./clock";
 import type { JsonValue } from "@keyflow/operators";
 
@@ -93,6 +96,14 @@ export interface JobDriverOptions {
   onStatus?: (status: JobStatus) => void;
   /** Network buffers between the tasks of a parallel job (settings.parallelism > 1). */
   exchange?: ExchangeOptions;
+  /**
+   * Start from this checkpoint or savepoint folder instead of the newest checkpoint of the job's own
+   * folder (a deploy with restoreFrom, `keyflow run --restore`). Its state must fit the pipeline
+   * (./restore-compat.ts).
+   */
+  restoreFrom?: string;
+  /** Drop the state of nodes the pipeline no longer has instead of refusing the restore (Flink's --allow-non-restored-state). */
+  allowNonRestoredState?: boolean;
   /** Given to the job's operators (process.custom's sandbox, see ../sandbox/custom-function-factory.ts). */
   operatorServices?: OperatorServices;
 }
@@ -135,6 +146,10 @@ export class JobDriver {
   private readonly positions = new Map<string, JsonValue>();
   private readonly activity = new Map<string, PartitionActivity>();
   private nextCheckpointId = 1;
+  /** A checkpoint is wanted now (a savepoint), whatever the interval says. */
+  private checkpointWanted = false;
+  /** Savepoints waiting for the next completed checkpoint: the folder to copy it into. */
+  private savepointWaiters: Array<{ root: string; resolve: (path: string) => void; reject: (err: unknown) => void }> = [];
   private readonly digest: string;
   private readonly log: Logger;
   /** Single-threaded jobs: the engine loop's time (idle waiting for a batch, backpressured waiting for the sinks). */
@@ -217,7 +232,7 @@ export class JobDriver {
     try {
       await checkpoints.acquire();
       acquired = true;
-      const restored = await checkpoints.latest();
+      const restored = await this.restorePoint();
       const plan = this.planParallel();
       // A parallel job builds its tasks' jobs itself; this one only lists the sources and sinks.
       const endpoints = plan ? LocalJob.create(doc) : (this.job = this.createJob(restored));
@@ -235,7 +250,8 @@ export class JobDriver {
       if (restored && !restored.committed) {
         // The previous run died between writing this checkpoint and committing every sink; the sinks
         // have just finished its commit. Marked now, before any sink writes again (../io/kafka/writer.ts).
-        await checkpoints.markCommitted(restored.meta.id);
+        if (this.opts.restoreFrom !== undefined) await writeFileAtomic(path.join(this.opts.restoreFrom, "_committed"), new Date().toISOString() + "\n");
+        else await checkpoints.markCommitted(restored.meta.id);
         this.log.info(`finished the commit of checkpoint ${restored.meta.id} left pending by the previous run`);
       }
       for (const source of this.sources) {
@@ -296,6 +312,41 @@ export class JobDriver {
     }
   }
 
+  /** The checkpoint to start from (restoreFrom, else the newest of the job's folder), checked against the pipeline. */
+  private async restorePoint(): Promise<StoredCheckpoint | undefined> {
+    const from = this.opts.restoreFrom;
+    const restored = from !== undefined ? await readCheckpointFolder(from) : await this.opts.checkpoints.latest();
+    if (!restored) return undefined;
+    const what = from !== undefined ? `"${from}"` : `checkpoint ${restored.meta.id}`;
+    if (restored.meta.graph) {
+      const check = checkRestore(restored.meta.graph, this.opts.doc, this.opts.allowNonRestoredState ?? false, what);
+      if (check.problems.length > 0) throw new Error(`cannot restore ${what} into pipeline "${this.opts.doc.name}": ${check.problems.join("; ")}`);
+      if (check.dropped.length > 0) this.log.warn(`dropping the state of ${check.dropped.map((n) => `"${n}"`).join(", ")} from ${what}: no longer in the pipeline (allowNonRestoredState)`);
+    }
+    return restored;
+  }
+
+  /**
+   * Takes a checkpoint now and copies it into a new savepoint folder under `root` once every sink
+   * committed it; resolves with the savepoint's path. Needs a checkpoint folder and a running job.
+   */
+  savepoint(root: string): Promise<string> {
+    if (this.opts.checkpoints.location === undefined) return Promise.reject(new Error(`job "${this.jobId}" keeps no checkpoints (no checkpoint folder), so it cannot take a savepoint`));
+    if (this.status !== "running") return Promise.reject(new Error(`job "${this.jobId}" is ${this.status}; a savepoint needs a running job`));
+    return new Promise<string>((resolve, reject) => {
+      this.savepointWaiters.push({ root, resolve, reject });
+      this.checkpointWanted = true;
+      this.parallel?.requestCheckpoint();
+    });
+  }
+
+  /** Copies the job's last completed checkpoint into a savepoint folder (stop with a savepoint: the final one). */
+  async savepointOfLast(root: string): Promise<string> {
+    const p = this.lastCheckpoint?.path;
+    if (p === undefined) throw new Error(`job "${this.jobId}" has completed no checkpoint to keep as a savepoint`);
+    return writeSavepoint(p, root, this.jobId);
+  }
+
   private createJob(restored: StoredCheckpoint | undefined): LocalJob {
     const processingTime = this.opts.clock.now();
     const services = this.opts.operatorServices ? { operatorServices: this.opts.operatorServices } : {};
@@ -336,7 +387,7 @@ export class JobDriver {
     let nextCheckpointAt = clock.now() + interval;
     while (active > 0) {
       if (this.stopRequested !== undefined) return false;
-      const wait = Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()));
+      const wait = this.checkpointWanted ? 0 : Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()));
       this.engineTime.switchTo("idle");
       const taken = await this.queue.take(wait);
       this.engineTime.switchTo("busy");
@@ -359,7 +410,7 @@ export class JobDriver {
       this.markIdlePartitions(now);
       await this.route(job.drain());
       taken?.done();
-      if (clock.now() >= nextCheckpointAt && active > 0) {
+      if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();
         await this.checkpoint();
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
@@ -484,6 +535,7 @@ export class JobDriver {
         sources,
         sinks,
         deadLetters,
+        graph: graphOf(this.opts.doc),
         ...extra,
       },
       state,
@@ -507,10 +559,20 @@ export class JobDriver {
     this.checkpointHistory.push(stats);
     if (this.checkpointHistory.length > HISTORY) this.checkpointHistory.shift();
     this.log.debug(`checkpoint ${id} done in ${stats.durationMs} ms (${stateBytes} state bytes)`);
+    this.checkpointWanted = false;
+    const waiters = this.savepointWaiters;
+    this.savepointWaiters = [];
+    const from = checkpoints.pathOf(id);
+    for (const w of waiters) {
+      // Copied before the loop goes on, so a later checkpoint cannot prune it meanwhile.
+      if (from === undefined) w.reject(new Error("no checkpoint folder"));
+      else await writeSavepoint(from, w.root, this.jobId).then(w.resolve, w.reject);
+    }
     this.opts.onCheckpoint?.(stats);
   }
 
   private async closeAll(): Promise<void> {
+    for (const w of this.savepointWaiters.splice(0)) w.reject(new Error(`job "${this.jobId}" ended before its savepoint's checkpoint completed`));
     this.abort.abort(new Error(this.stopRequested ?? "job ended"));
     this.queue.close();
     const closing = [...this.sources, ...this.sinks.values(), ...(this.deadLetters ? [this.deadLetters] : [])];

@@ -14,16 +14,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel, type Admin } from "kafkajs";
+import { readCommitted as readCommittedTopic, requireKafkaBrokers } from "../io/kafka/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readEnv } from "../env";
 import { eventually, startCli, type CliResult } from "../../test/run-cli";
 import { CRASH_PHASES } from "./crash-hook";
 
-const env = readEnv();
-const brokers = env.kafkaBrokers;
-if (!brokers) {
-  throw new Error("KAFKA_BROKERS is not set: this integration test needs the real broker. Start one with `npm run services` and export the KAFKA_BROKERS line it prints.");
-}
+const brokers = requireKafkaBrokers();
 
 const run = randomBytes(4).toString("hex");
 const PAYMENTS = `eo-${run}-payments`;
@@ -106,30 +102,8 @@ function writePipeline(name: string, base: string): string {
   return file;
 }
 
-/**
- * Every message of `topic`, read with read_committed from the start until the reader has passed the
- * end offsets of every partition (transaction markers included), as sorted "key|value" strings.
- */
-async function readCommitted(topic: string): Promise<string[]> {
-  const ends = new Map<number, number>();
-  for (const o of await admin.fetchTopicOffsets(topic)) if (Number(o.high) > Number(o.low)) ends.set(o.partition, Number(o.high));
-  const out: string[] = [];
-  const reached = new Set<number>();
-  const consumer = kafka.consumer({ groupId: `eo-${run}-reader-${randomBytes(3).toString("hex")}`, maxWaitTimeInMs: 100, readUncommitted: false });
-  await consumer.connect();
-  await consumer.subscribe({ topics: [topic], fromBeginning: true });
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) out.push(`${m.key?.toString("utf8") ?? ""}|${m.value?.toString("utf8") ?? ""}`);
-      if (Number(batch.lastOffset()) + 1 >= (ends.get(batch.partition) ?? 0)) reached.add(batch.partition);
-    },
-  });
-  try {
-    await eventually(() => [...ends.keys()].every((p) => reached.has(p)), `reading "${topic}" to its end offsets ${JSON.stringify([...ends])}`, 120_000);
-  } finally {
-    await consumer.disconnect();
-  }
-  return out.sort();
+function readCommitted(topic: string): Promise<string[]> {
+  return readCommittedTopic(kafka, admin, topic);
 }
 
 function runToEnd(file: string, ckpt: string, extraEnv: Record<string, string> = {}) {

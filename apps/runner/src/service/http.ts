@@ -9,7 +9,10 @@ import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import { checkPipeline } from "../pipeline/load";
 import { DryRunRequestError, dryRunRequestSchema, runDryRun } from "./dry-run";
-import { DeployConflictError, type JobManager, type JobView, type ManagedJob } from "./jobs";
+import { DeployConflictError, JobStateError, type JobManager, type JobView, type ManagedJob } from "./jobs";
+import path from "node:path";
+import { readCheckpointFolder } from "../job/checkpoints";
+import { checkRestore } from "../job/restore-compat";
 import { nodeTaskTimes } from "../ops/task-times";
 import type { SourceFigures } from "../ops/source-partitions";
 import type { OperatorSkew } from "../ops/skew";
@@ -24,6 +27,17 @@ export const deployRequestSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, "deploymentId has letters, digits, '.', '_' and '-' (it names the job's checkpoint folder and Kafka ids)"),
   pipeline: z.unknown(),
+  /** A checkpoint or savepoint folder to start from (a restore, or the second half of a rescale). */
+  restoreFrom: z.string().min(1).optional(),
+  /** Overrides the pipeline's settings.parallelism (a rescale). */
+  parallelism: z.number().int().min(1).optional(),
+  /** Drop the state of nodes the pipeline no longer has instead of refusing the restore. */
+  allowNonRestoredState: z.boolean().optional(),
+});
+
+export const savepointRequestSchema = z.object({
+  /** Folder under which the savepoint folder is created; default `<checkpoint root>/savepoints/<job>`. */
+  dir: z.string().min(1).optional(),
 });
 
 class HttpError extends Error {
@@ -43,6 +57,18 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 }
 
 async function readJson(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+  return parseJson(await readBody(req, maxBytes));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, `the request body is not JSON: ${errorMessage(err)}`);
+  }
+}
+
+async function readBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -51,12 +77,7 @@ async function readJson(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promis
     if (size > maxBytes) throw new HttpError(413, `request body larger than ${maxBytes} bytes`);
     chunks.push(buf);
   }
-  const text = Buffer.concat(chunks).toString("utf8");
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new HttpError(400, `the request body is not JSON: ${errorMessage(err)}`);
-  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
 /** The canvas's live figures of one job: totals and per-second rates per node. */
@@ -212,12 +233,33 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         if (!body.success) {
           throw new HttpError(400, "invalid deploy request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
         }
-        const { deploymentId, pipeline } = body.data;
+        const { deploymentId, pipeline, restoreFrom, parallelism, allowNonRestoredState } = body.data;
         const checked = checkPipeline(pipeline, `deployment ${deploymentId}`, env.dataDir);
         if (!checked.ok) throw new HttpError(400, "the pipeline is invalid", { issues: checked.problems });
+        const doc = structuredClone(checked.doc);
+        if (parallelism !== undefined) {
+          if (parallelism > doc.settings.maxParallelism) throw new HttpError(400, `parallelism ${parallelism} is above the pipeline's maxParallelism ${doc.settings.maxParallelism}`);
+          doc.settings.parallelism = parallelism;
+        }
+        if (restoreFrom !== undefined) {
+          // Refused here, with the nodes named, rather than by a job that then fails and restarts.
+          let from;
+          try {
+            from = await readCheckpointFolder(path.resolve(restoreFrom));
+          } catch (err) {
+            throw new HttpError(400, `restoreFrom: ${errorMessage(err)}`);
+          }
+          if (from.meta.graph) {
+            const check = checkRestore(from.meta.graph, doc, allowNonRestoredState ?? false, `"${restoreFrom}"`);
+            if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline`, { issues: check.problems });
+          }
+        }
         let job: ManagedJob;
         try {
-          job = jobs.deploy(deploymentId, checked.doc);
+          job = jobs.deploy(deploymentId, doc, {
+            ...(restoreFrom !== undefined ? { restoreFrom: path.resolve(restoreFrom) } : {}),
+            ...(allowNonRestoredState ? { allowNonRestoredState } : {}),
+          });
         } catch (err) {
           if (err instanceof DeployConflictError) throw new HttpError(409, err.message);
           throw err;
@@ -264,6 +306,44 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         requireJob(id);
         const job = await jobs.stop(id ?? "");
         send(res, 200, job?.view());
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/jobs\/([^/]+)\/savepoint$/,
+      handle: async (req, res, [id]) => {
+        const job = requireJob(id);
+        const root = await savepointRoot(req, job);
+        try {
+          const savepoint = await job.savepoint(root);
+          log.info(`job ${job.deploymentId}: savepoint ${savepoint}`);
+          send(res, 200, { jobId: job.deploymentId, path: savepoint });
+        } catch (err) {
+          if (err instanceof JobStateError) throw new HttpError(409, err.message);
+          throw err;
+        }
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/jobs\/([^/]+)\/stop$/,
+      handle: async (req, res, [id]) => {
+        const job = requireJob(id);
+        const withSavepoint = new URL(req.url ?? "/", "http://runner").searchParams.get("savepoint") === "true";
+        if (!withSavepoint) {
+          await job.stop();
+          send(res, 200, job.view());
+          return;
+        }
+        const root = await savepointRoot(req, job);
+        try {
+          const savepoint = await job.stopWithSavepoint(root);
+          log.info(`job ${job.deploymentId}: stopped with savepoint ${savepoint}`);
+          send(res, 200, { ...job.view(), savepointPath: savepoint });
+        } catch (err) {
+          if (err instanceof JobStateError) throw new HttpError(409, err.message);
+          throw err;
+        }
       },
     },
     {
@@ -317,6 +397,14 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       },
     },
   ];
+
+  /** The savepoint folder's parent: the request's `dir`, else `<checkpoint root>/savepoints/<job>`. */
+  async function savepointRoot(req: IncomingMessage, job: ManagedJob): Promise<string> {
+    const text = await readBody(req);
+    const body = savepointRequestSchema.safeParse(text.trim() === "" ? {} : parseJson(text));
+    if (!body.success) throw new HttpError(400, "invalid savepoint request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+    return body.data.dir !== undefined ? path.resolve(body.data.dir) : path.join(env.checkpointRoot, "savepoints", job.deploymentId);
+  }
 
   function requireJob(id: string | undefined): ManagedJob {
     const job = id === undefined ? undefined : jobs.get(decodeURIComponent(id));

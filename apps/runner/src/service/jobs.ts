@@ -64,6 +64,8 @@ export class ManagedJob {
   private restartTimer: NodeJS.Timeout | undefined;
   private nextRestartAt: number | undefined;
   private stopRequested = false;
+  /** A deploy's restoreFrom: the first run starts there; once a checkpoint completes, restarts use the job's own. */
+  private restoreFrom: string | undefined;
   private finished: Promise<void> = Promise.resolve();
   readonly createdAt: number;
   readonly checkpointDir: string;
@@ -74,8 +76,9 @@ export class ManagedJob {
   constructor(
     readonly deploymentId: string,
     readonly doc: PipelineDocument,
-    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents },
+    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents; restore?: RestoreOptions },
   ) {
+    this.restoreFrom = deps.restore?.restoreFrom;
     this.createdAt = deps.clock.now();
     this.checkpointDir = path.join(deps.env.checkpointRoot, deploymentId);
     this.nodeTypes = new Map(doc.nodes.map((n) => [n.id, n.type]));
@@ -133,7 +136,12 @@ export class ManagedJob {
       onStatus: (s) => {
         if (s === "running" && this.status === "starting") this.status = "running";
       },
-      onCheckpoint: (stats) => this.deps.events?.checkpoint(this, stats),
+      onCheckpoint: (stats) => {
+        this.restoreFrom = undefined;
+        this.deps.events?.checkpoint(this, stats);
+      },
+      ...(this.restoreFrom !== undefined ? { restoreFrom: this.restoreFrom } : {}),
+      ...(this.deps.restore?.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
       ops: this.ops,
     });
   }
@@ -175,6 +183,21 @@ export class ManagedJob {
     this.driver?.stop("stopped through the API");
     await this.finished;
     if (this.status === "stopping") this.status = "stopped";
+  }
+
+  /** Takes a savepoint of the running job into a new folder under `root`; resolves with its path. */
+  savepoint(root: string): Promise<string> {
+    if (!this.driver || this.status !== "running") return Promise.reject(new JobStateError(`job "${this.deploymentId}" is ${this.status}; a savepoint needs a running job`));
+    return this.driver.savepoint(root);
+  }
+
+  /** Graceful stop whose final checkpoint is kept as a savepoint under `root`; resolves with its path. */
+  async stopWithSavepoint(root: string): Promise<string> {
+    if (!this.driver || this.status !== "running") throw new JobStateError(`job "${this.deploymentId}" is ${this.status}; stop with a savepoint needs a running job`);
+    const driver = this.driver;
+    await this.stop();
+    if (driver.status !== "stopped" && driver.status !== "finished") throw new Error(`job "${this.deploymentId}" did not stop cleanly (${driver.failure ?? driver.status}); no savepoint taken`);
+    return driver.savepointOfLast(root);
   }
 
   metrics(): Record<string, JobNodeMetrics> {
@@ -231,6 +254,14 @@ export class ManagedJob {
 }
 
 export class DeployConflictError extends Error {}
+/** A job control request the job's state does not allow (HTTP 409). */
+export class JobStateError extends Error {}
+
+/** Where a deployment starts from: a checkpoint or savepoint folder, and whether dropped nodes' state may be lost. */
+export interface RestoreOptions {
+  restoreFrom?: string;
+  allowNonRestoredState?: boolean;
+}
 
 export interface JobManagerOptions {
   clock?: Clock;
@@ -259,7 +290,7 @@ export class JobManager {
   private readonly events: JobEvents | undefined;
 
   /** Starts a deployment. Refuses an id whose job is still active; replaces one that has ended. */
-  deploy(deploymentId: string, doc: PipelineDocument): ManagedJob {
+  deploy(deploymentId: string, doc: PipelineDocument, restore?: RestoreOptions): ManagedJob {
     const existing = this.jobs.get(deploymentId);
     if (existing?.active) throw new DeployConflictError(`job "${deploymentId}" is already ${existing.status}; stop it first (DELETE /jobs/${deploymentId})`);
     const job = new ManagedJob(deploymentId, doc, {
@@ -269,6 +300,7 @@ export class JobManager {
       policy: this.policy,
       ...(this.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: this.checkpointIntervalMs } : {}),
       ...(this.events ? { events: this.events } : {}),
+      ...(restore ? { restore } : {}),
     });
     this.jobs.set(deploymentId, job);
     job.start();

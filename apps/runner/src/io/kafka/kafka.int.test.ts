@@ -15,6 +15,7 @@ import { createRunnerService, type RunnerService } from "../../service/main";
 import type { JobView } from "../../service/jobs";
 import { eventually, runCli, startCli } from "../../../test/run-cli";
 import { DLQ_HEADERS } from "./dead-letters";
+import { requestJson } from "./testing";
 
 const env = readEnv();
 const brokers = env.kafkaBrokers;
@@ -158,14 +159,7 @@ afterAll(async () => {
   await admin?.disconnect();
 });
 
-async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}${url}`, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json()) as T };
-}
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service.url, method, url, body);
 
 describe("source.kafka -> filter -> sink.kafka on the real broker", () => {
   const deploymentId = `it-${run}`;
