@@ -1,4 +1,4 @@
-// Binary min-heaps used by the timer service (distinct firing times) and the TTL expiry index.
+// A binary min-heap of the distinct times of the timer service and of the TTL expiry index.
 // Plain arrays, no per-operation allocation beyond the array's own growth.
 
 /** A min-heap of numbers. */
@@ -40,45 +40,6 @@ export class NumberMinHeap {
   }
 }
 
-/** A min-heap of objects ordered by a numeric `time` field. */
-export class TimedMinHeap<T extends { time: number }> {
-  private readonly items: T[] = [];
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  peek(): T | undefined {
-    return this.items[0];
-  }
-
-  push(x: T): void {
-    const a = this.items;
-    let i = a.length;
-    a.push(x);
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      const parent = a[p] as T;
-      if (parent.time <= x.time) break;
-      a[i] = parent;
-      i = p;
-    }
-    a[i] = x;
-  }
-
-  pop(): T | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length > 0 && last !== undefined) siftDown(a, last, timeLess);
-    return top;
-  }
-
-  clear(): void {
-    this.items.length = 0;
-  }
-}
-
 function siftDown<T>(a: T[], x: T, less: (x: T, y: T) => boolean): void {
   const n = a.length;
   let i = 0;
@@ -97,4 +58,3 @@ function siftDown<T>(a: T[], x: T, less: (x: T, y: T) => boolean): void {
 }
 
 const numberLess = (x: number, y: number): boolean => x < y;
-const timeLess = (x: { time: number }, y: { time: number }): boolean => x.time < y.time;

@@ -15,7 +15,7 @@
 // As in Flink, list state expires per element and map state per map entry.
 import type { Key, ListState, MapState, StateTtlConfig, ValueState } from "../api";
 import type { StateTable } from "./backend";
-import { TimedMinHeap } from "../minheap";
+import { NumberMinHeap } from "../minheap";
 
 /** What the handles read of the engine: the current key and the TTL clock. The host owns it. */
 export interface KeyScope {
@@ -62,50 +62,78 @@ export interface TtlTableCleaner {
   purge(key: Key, now: number): number | undefined;
 }
 
-interface IndexEntry {
-  time: number;
-  cleaner: TtlTableCleaner;
-  indexed: Set<Key>;
-  key: Key;
+/** The (table, key) pairs due for a look at one time, as parallel arrays. */
+interface ExpiryBucket {
+  keys: Key[];
+  cleaners: TtlHandleLike[];
+}
+
+/** A cleaner with the set of its keys that are indexed. */
+interface TtlHandleLike extends TtlTableCleaner {
+  readonly indexed: Set<Key>;
 }
 
 /**
  * Active TTL cleanup: one entry per (TTL'd table, key) at the key's earliest possible expiry.
  * When the watermark passes it, the key's expired entries are removed, and the key is indexed
  * again at its next expiry if anything is left (refreshed stamps only move expiry later).
+ * Entries of one time share a bucket of two parallel arrays, and only the distinct times sit in
+ * a heap: no object per key and no O(log n) heap sift per key (a million live keys under TTL
+ * allocated a million index objects). The order of purges within a time does not matter: a
+ * purge removes only entries that are already invisible.
  */
 export class ExpiryIndex {
-  private readonly heap = new TimedMinHeap<IndexEntry>();
+  private readonly byTime = new Map<number, ExpiryBucket>();
+  private readonly times = new NumberMinHeap();
+  private count = 0;
 
   get size(): number {
-    return this.heap.size;
+    return this.count;
   }
 
-  track(cleaner: TtlTableCleaner, indexed: Set<Key>, key: Key, expiry: number): void {
+  track(cleaner: TtlHandleLike, indexed: Set<Key>, key: Key, expiry: number): void {
     if (indexed.has(key)) return;
     indexed.add(key);
-    this.heap.push({ time: expiry, cleaner, indexed, key });
+    this.push(cleaner, key, expiry);
+  }
+
+  private push(cleaner: TtlHandleLike, key: Key, time: number): void {
+    let b = this.byTime.get(time);
+    if (b === undefined) {
+      b = { keys: [], cleaners: [] };
+      this.byTime.set(time, b);
+      this.times.push(time);
+    }
+    b.keys.push(key);
+    b.cleaners.push(cleaner);
+    this.count++;
   }
 
   /** Purges everything expired at `now` (the watermark). Returns how many keys were looked at. */
   cleanup(now: number): number {
     let n = 0;
-    for (let e = this.heap.peek(); e !== undefined && e.time <= now; e = this.heap.peek()) {
-      this.heap.pop();
-      n++;
-      const next = e.cleaner.purge(e.key, now);
-      if (next === undefined) {
-        e.indexed.delete(e.key);
-      } else {
-        e.time = next;
-        this.heap.push(e);
+    for (let t = this.times.peek(); t !== undefined && t <= now; t = this.times.peek()) {
+      this.times.pop();
+      const b = this.byTime.get(t);
+      if (b === undefined) continue;
+      this.byTime.delete(t);
+      this.count -= b.keys.length;
+      for (let i = 0; i < b.keys.length; i++) {
+        const key = b.keys[i] as Key;
+        const cleaner = b.cleaners[i] as TtlHandleLike;
+        n++;
+        const next = cleaner.purge(key, now);
+        if (next === undefined) cleaner.indexed.delete(key);
+        else this.push(cleaner, key, next); // next > now: the entry is live
       }
     }
     return n;
   }
 
   clear(): void {
-    this.heap.clear();
+    this.byTime.clear();
+    this.times.clear();
+    this.count = 0;
   }
 }
 
