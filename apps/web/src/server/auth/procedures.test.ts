@@ -3,13 +3,16 @@
 // later with the wrong builder fails here.
 import { describe, expect, it } from "vitest";
 import { TRPCError } from "@trpc/server";
+import { z } from "zod";
 import { appRouter, createCaller } from "../root";
 import { createContext } from "../trpc";
 import { asUser } from "./test-user";
 
 type Callable = (input?: unknown) => Promise<unknown>;
 
-const procedures = Object.entries(appRouter._def.procedures as Record<string, { _def: { type: string } }>).map(([path, p]) => ({ path, type: p._def.type }));
+// At run time tRPC keeps the procedures flat, by dotted path.
+const flat = z.record(z.string(), z.looseObject({ _def: z.looseObject({ type: z.string() }) })).parse(appRouter._def.procedures);
+const procedures = Object.entries(flat).map(([path, p]) => ({ path, type: p._def.type }));
 
 function callerAt(caller: object, path: string): Callable {
   let target: unknown = caller;
