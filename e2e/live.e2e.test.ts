@@ -4,7 +4,8 @@
 // the tRPC subscription, server-sent events) and throughput on its edges; throttling the second
 // sink from its live panel turns the nodes above it HIGH and marks the sink as the bottleneck
 // within seconds, and lifting the throttle brings them back to OK; the Operations tab lists
-// completed checkpoints (every 2 s) with their chart, and stops the deployment.
+// completed checkpoints (every 2 s) with their chart, the source's partition, the last records into
+// a sink (the runner's tap), and stops the deployment.
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
@@ -149,6 +150,21 @@ describe("live operations on the canvas", () => {
     await expect.poll(() => panel.locator('tr[data-status="completed"]').count(), { timeout: 20_000 }).toBeGreaterThan(1);
     expect(await page.getByTestId("checkpoint-slow-warning").count()).toBe(0);
     await page.screenshot({ path: artifactPath("live-operations.png") });
+
+    // Sources: the demo source's one partition, active, its records counting up and its watermark.
+    const partition = page.getByTestId("partition-payments-0");
+    await expect.poll(() => partition.getAttribute("data-state"), { timeout: 15_000 }).toBe("active");
+    expect(await partition.textContent()).toMatch(/^0active[\d.]+k?\d*/);
+    // Skew is measured between keyed subtasks: this job runs in one thread, and says so.
+    expect(await page.getByTestId("skew-panel").textContent()).toMatch(/parallel job/);
+
+    // Node drill-down: the last records into the sink, from the runner's tap.
+    await page.getByTestId("drilldown-node").selectOption("out");
+    await page.getByTestId("drilldown-records").locator("li").first().waitFor({ state: "visible", timeout: 15_000 });
+    expect(await page.getByTestId("drilldown-records").locator("li").count()).toBe(20);
+    expect(await page.getByTestId("drilldown-records").textContent()).toMatch(/"cardId":"/);
+    await page.getByTestId("drilldown-panel").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: artifactPath("live-drilldown.png") });
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.getByTestId("job-stop").click();
