@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { JsonObject } from "../../core/api";
 import { OperatorTestHarness, type HarnessOutput } from "../../testing";
 import { SliceAssigner } from "./assigners";
+import { SlicedWindowOperator } from "./sliced-window";
 import { windowHoppingParams, windowHoppingSpec } from "./window.hopping";
 import { windowSessionSpec } from "./window.session";
 import { windowTumblingParams, windowTumblingSpec } from "./window.tumbling";
@@ -151,6 +152,8 @@ describe("window.hopping", () => {
     expect(r.success).toBe(false);
     expect(r.error?.issues).toEqual([expect.objectContaining({ path: ["slideMs"], message: expect.stringMatching(/^must not be longer than sizeMs \(10s\).*gaps/) })]);
     expect(windowHoppingParams.safeParse({ sizeMs: 10, slideMs: 10, aggregate: count }).success).toBe(true);
+    // Behind the schema, the operator itself refuses such windows rather than drop gap records.
+    expect(() => new SlicedWindowOperator("h", 10, 20, count, 0)).toThrow(/node "h": slideMs \(20\) must not exceed sizeMs \(10\)/);
   });
 
   it("warns about tiny gcd slices", () => {
