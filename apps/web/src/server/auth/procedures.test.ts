@@ -3,7 +3,6 @@
 // later with the wrong builder fails here.
 import { describe, expect, it } from "vitest";
 import { TRPCError } from "@trpc/server";
-import { z } from "zod";
 import { appRouter, createCaller } from "../root";
 import { createContext } from "../trpc";
 import { asUser } from "./test-user";
@@ -11,8 +10,8 @@ import { asUser } from "./test-user";
 type Callable = (input?: unknown) => Promise<unknown>;
 
 // At run time tRPC keeps the procedures flat, by dotted path.
-const flat = z.record(z.string(), z.looseObject({ _def: z.looseObject({ type: z.string() }) })).parse(appRouter._def.procedures);
-const procedures = Object.entries(flat).map(([path, p]) => ({ path, type: p._def.type }));
+const flat: Record<string, unknown> = appRouter._def.procedures;
+const procedures = Object.keys(flat).map((path) => ({ path }));
 
 function callerAt(caller: object, path: string): Callable {
   let target: unknown = caller;
@@ -40,7 +39,7 @@ describe("every procedure checks who is asking", () => {
     expect(procedures.length).toBeGreaterThan(15);
   });
 
-  it.each(procedures)("$path ($type) answers UNAUTHORIZED without a session", async ({ path }) => {
+  it.each(procedures)("$path answers UNAUTHORIZED without a session", async ({ path }) => {
     const anonymous = createCaller(createContext({ headers: new Headers() }, { db: noDb }));
     expect(await codeOf(callerAt(anonymous, path)(undefined))).toBe("UNAUTHORIZED");
   });
