@@ -14,14 +14,21 @@ import { loadPipelineFile } from "./pipeline/load";
 const USAGE = `usage:
   keyflow validate <pipeline.json>
   keyflow run <pipeline.json> [--checkpoint-dir DIR] [--parallelism N] [--state-backend heap|disk] [--job-id ID]
+              [--restore PATH [--allow-non-restored-state]]
   keyflow serve [--port N] [--deploy <pipeline.json>]...
+  keyflow savepoint <jobId> [--runner URL] [--dir DIR] [--stop]
+  keyflow restore <savepointPath> <pipeline.json> [--runner URL] [--job-id ID] [--parallelism N] [--allow-non-restored-state]
 
   validate  check a keyflow.pipeline/v1 file; one line per problem, naming the node
   run       run a pipeline: bounded sources (files, bounded Kafka) to the end, others until Ctrl-C;
             with --checkpoint-dir, a second run resumes from the newest checkpoint there
+            --restore starts from a checkpoint or savepoint folder instead
   serve     the runner service: job API and Prometheus /metrics on port 8081 (RUNNER_PORT)
+  savepoint take a savepoint of a job of the running service (--stop: and stop the job); prints its path
+  restore   deploy a pipeline on the running service from a savepoint, at --parallelism N (a rescale)
 
-environment: KAFKA_BROKERS (host:port,...), RUNNER_PORT, KEYFLOW_LOG_LEVEL (error|warn|info|debug)`;
+environment: KAFKA_BROKERS (host:port,...), RUNNER_PORT, KEYFLOW_RUNNER_URL (default http://127.0.0.1:RUNNER_PORT),
+             KEYFLOW_LOG_LEVEL (error|warn|info|debug)`;
 
 /** Exit codes: 0 ok, 1 invalid input or failed job, 2 bad usage, 130 interrupted twice. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -46,6 +53,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await validateCommand(rest);
       case "run":
         return await runCommand(rest, env);
+      case "savepoint":
+        return await savepointCommand(rest, env);
+      case "restore":
+        return await restoreCommand(rest, env);
       case "serve":
         return await serveCommand(rest, env);
       case "audit": return await (await import("./audit/verify")).auditCommand(rest); // keyflow audit verify [--database-url URL]
@@ -99,6 +110,8 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     "state-backend": { type: "string" },
     "job-id": { type: "string" },
     "checkpoint-interval": { type: "string" },
+    restore: { type: "string" },
+    "allow-non-restored-state": { type: "boolean" },
   });
   const file = onePipelineFile(positionals, "run");
   const loaded = await loadPipelineFile(file);
@@ -135,6 +148,8 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     log: log.child(doc.name),
     ...(checkpointDir !== undefined ? { checkpointDir } : {}),
     ...(checkpointIntervalMs !== undefined ? { checkpointIntervalMs } : {}),
+    ...(values.restore !== undefined ? { restoreFrom: path.resolve(values.restore) } : {}),
+    ...(values["allow-non-restored-state"] ? { allowNonRestoredState: true } : {}),
   });
   let interrupts = 0;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -159,6 +174,79 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/** The running service's base URL: --runner, else KEYFLOW_RUNNER_URL, else this machine's RUNNER_PORT. */
+function runnerUrl(flag: string | undefined, env: RunnerEnv): string {
+  return (flag ?? process.env.KEYFLOW_RUNNER_URL ?? `http://127.0.0.1:${env.runnerPort}`).replace(/\/+$/, "");
+}
+
+/** Calls the runner's API; an unreachable runner or an error answer prints one line and yields undefined. */
+async function callRunner(base: string, method: string, url: string, body: unknown, command: string): Promise<Record<string, unknown> | undefined> {
+  let res: Response;
+  try {
+    res = await fetch(`${base}${url}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  } catch (err) {
+    process.stderr.write(`keyflow ${command}: the runner at ${base} does not answer (${errorMessage(err)}); start it with \`keyflow serve\` or pass --runner URL\n`);
+    return undefined;
+  }
+  const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!res.ok) {
+    const issues = Array.isArray(json.issues) ? json.issues.map(String) : [];
+    process.stderr.write(`keyflow ${command}: ${String(json.error ?? `HTTP ${res.status}`)}\n${issues.map((i) => `  ${i}\n`).join("")}`);
+    return undefined;
+  }
+  return json;
+}
+
+async function savepointCommand(args: readonly string[], env: RunnerEnv): Promise<number> {
+  const { values, positionals } = parse(args, { runner: { type: "string" }, dir: { type: "string" }, stop: { type: "boolean" } });
+  if (positionals.length !== 1 || positionals[0] === undefined) throw new UsageError("savepoint takes exactly one job id");
+  const jobId = encodeURIComponent(positionals[0]);
+  const body = values.dir !== undefined ? { dir: path.resolve(values.dir) } : {};
+  const url = values.stop ? `/jobs/${jobId}/stop?savepoint=true` : `/jobs/${jobId}/savepoint`;
+  const json = await callRunner(runnerUrl(values.runner, env), "POST", url, body, "savepoint");
+  if (!json) return 1;
+  process.stdout.write(`${String(json.path ?? json.savepointPath)}\n`);
+  return 0;
+}
+
+async function restoreCommand(args: readonly string[], env: RunnerEnv): Promise<number> {
+  const { values, positionals } = parse(args, {
+    runner: { type: "string" },
+    "job-id": { type: "string" },
+    parallelism: { type: "string" },
+    "allow-non-restored-state": { type: "boolean" },
+  });
+  const [savepoint, file] = positionals;
+  if (positionals.length !== 2 || savepoint === undefined || file === undefined) throw new UsageError("restore takes a savepoint folder and a pipeline file");
+  const loaded = await loadPipelineFile(file);
+  if (!loaded.ok) {
+    process.stderr.write(loaded.problems.join("\n") + "\n");
+    return 1;
+  }
+  let parallelism: number | undefined;
+  if (values.parallelism !== undefined) {
+    parallelism = Number(values.parallelism);
+    if (!Number.isInteger(parallelism) || parallelism < 1) throw new UsageError("--parallelism must be a positive integer");
+  }
+  const deploymentId = values["job-id"] ?? loaded.doc.name;
+  const json = await callRunner(
+    runnerUrl(values.runner, env),
+    "POST",
+    "/jobs",
+    {
+      deploymentId,
+      pipeline: loaded.doc,
+      restoreFrom: path.resolve(savepoint),
+      ...(parallelism !== undefined ? { parallelism } : {}),
+      ...(values["allow-non-restored-state"] ? { allowNonRestoredState: true } : {}),
+    },
+    "restore",
+  );
+  if (!json) return 1;
+  process.stdout.write(`job "${deploymentId}" deployed from ${path.resolve(savepoint)}${parallelism !== undefined ? ` at parallelism ${parallelism}` : ""} (${String(json.status)})\n`);
+  return 0;
 }
 
 async function serveCommand(args: readonly string[], env: RunnerEnv): Promise<number> {

@@ -103,12 +103,14 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
     expect(deployed.status, JSON.stringify(deployed.json)).toBe(201);
     await eventually(async () => ((await api<JobView>("GET", `/jobs/sp-${run}-a`)).json.lastCheckpoint?.id ?? 0) >= 2, "two checkpoints of the first job", 60_000, 20);
 
-    // A savepoint of the running job: a complete, committed checkpoint folder of its own.
-    const sp = await api<{ jobId: string; path: string }>("POST", `/jobs/sp-${run}-a/savepoint`, { dir: path.join(dir, "savepoints") });
-    expect(sp.status, JSON.stringify(sp.json)).toBe(200);
-    expect(sp.json.path.startsWith(path.join(dir, "savepoints", "savepoint-"))).toBe(true);
-    expect(existsSync(path.join(sp.json.path, "_committed"))).toBe(true);
-    const meta = JSON.parse(readFileSync(path.join(sp.json.path, "_metadata.json"), "utf8")) as { parallelism: number; savepointOf: { jobId: string } };
+    // A savepoint of the running job (`keyflow savepoint`, over POST /jobs/:id/savepoint): a
+    // complete, committed checkpoint folder of its own.
+    const sp = await runCli(["savepoint", `sp-${run}-a`, "--runner", service.url, "--dir", path.join(dir, "savepoints")]);
+    expect(sp.code, sp.stderr).toBe(0);
+    const spPath = sp.stdout.trim();
+    expect(spPath.startsWith(path.join(dir, "savepoints", "savepoint-"))).toBe(true);
+    expect(existsSync(path.join(spPath, "_committed"))).toBe(true);
+    const meta = JSON.parse(readFileSync(path.join(spPath, "_metadata.json"), "utf8")) as { parallelism: number; savepointOf: { jobId: string } };
     expect(meta.parallelism).toBe(2);
     expect(meta.savepointOf.jobId).toBe(`sp-${run}-a`);
 
@@ -120,14 +122,27 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
     const before = await readCommitted(`sp-${run}-a`);
     expect(before.length).toBeLessThan(reference.length);
 
-    for (const parallelism of [1, 3]) {
-      const id = `sp-${run}-p${parallelism}`;
-      const restored = await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: pipeline(id), restoreFrom: savepoint, parallelism });
-      expect(restored.status, JSON.stringify(restored.json)).toBe(201);
-      await finished(id);
-      const after = await readCommitted(id);
-      expect([...before, ...after].sort(), `parallelism ${parallelism}`).toEqual(reference);
-    }
+    // At parallelism 1 through the API, at 3 through `keyflow restore`.
+    const p1 = `sp-${run}-p1`;
+    const restored = await api<JobView>("POST", "/jobs", { deploymentId: p1, pipeline: pipeline(p1), restoreFrom: savepoint, parallelism: 1 });
+    expect(restored.status, JSON.stringify(restored.json)).toBe(201);
+    await finished(p1);
+    expect([...before, ...(await readCommitted(p1))].sort(), "parallelism 1").toEqual(reference);
+    const p3 = `sp-${run}-p3`;
+    const p3File = path.join(dir, "p3.json");
+    writeFileSync(p3File, JSON.stringify(pipeline(p3)));
+    const cli = await runCli(["restore", savepoint, p3File, "--runner", service.url, "--job-id", p3, "--parallelism", "3"]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toContain(`job "${p3}" deployed from ${savepoint} at parallelism 3`);
+    await finished(p3);
+    expect([...before, ...(await readCommitted(p3))].sort(), "parallelism 3").toEqual(reference);
+    // And `keyflow run --restore`, outside the service, at parallelism 2.
+    const local = `sp-${run}-local`;
+    const localFile = path.join(dir, "local.json");
+    writeFileSync(localFile, JSON.stringify(pipeline(local)));
+    const ran = await runCli(["run", localFile, "--restore", savepoint, "--checkpoint-dir", path.join(dir, "ckpt-local")], { env: { KAFKA_BROKERS: brokers.join(",") } });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect([...before, ...(await readCommitted(local))].sort(), "keyflow run --restore").toEqual(reference);
 
     // Graphs the savepoint's state no longer fits: refused before anything runs, naming the node.
     const removed = await api<{ error: string; issues: string[] }>("POST", "/jobs", {
