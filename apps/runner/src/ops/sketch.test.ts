@@ -68,7 +68,7 @@ describe("SpaceSaving", () => {
 describe("KeySkew", () => {
   it("counts records per subtask, flags one above twice the mean, and lists the hottest keys with their subtask", async () => {
     const { KeySkew, skewedSubtasks } = await import("./skew");
-    const s = new KeySkew(4);
+    const s = new KeySkew(4, 1);
     for (let i = 0; i < 100; i++) s.offer("vel", 2, "card-hot");
     for (let i = 0; i < 30; i++) s.offer("vel", i % 4, `card-${i}`);
     const [vel] = s.report(3);
@@ -79,5 +79,19 @@ describe("KeySkew", () => {
     expect(vel?.hotKeys[0]?.share).toBeCloseTo(100 / 130, 6);
     expect(skewedSubtasks([10, 10, 10, 10])).toEqual([]);
     expect(skewedSubtasks([0, 0])).toEqual([]);
+  });
+});
+
+describe("KeySkew sampling", () => {
+  it("counts records exactly and still finds a hot key when only about one in 16 records reaches the sketch", async () => {
+    const { KeySkew } = await import("./skew");
+    const s = new KeySkew(2);
+    for (let i = 0; i < 64_000; i++) s.offer("byCard", i % 2, i % 4 === 0 ? "card-hot" : `card-${i % 3001}`);
+    const [op] = s.report(1);
+    expect(op?.records).toEqual([32_000, 32_000]);
+    expect(op?.hotKeys[0]).toMatchObject({ key: "card-hot", subtask: 0 });
+    // 16 000 true records, estimated from a sample.
+    expect(op?.hotKeys[0]?.count).toBeGreaterThan(12_000);
+    expect(op?.hotKeys[0]?.count).toBeLessThan(20_000 + (op?.hotKeys[0]?.error ?? 0));
   });
 });

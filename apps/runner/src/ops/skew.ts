@@ -2,10 +2,17 @@
 // keyed operator and subtask, the records routed there and a Space-Saving sketch of its hottest
 // keys (bounded memory, ./heavy-hitters). A subtask carrying more than twice the mean is flagged:
 // one key (or a few) dominate, and salting the key (keyBy { salt }) spreads it.
+//
+// This runs on the exchange's hot path, so records are counted exactly but only about one in
+// SAMPLE_EVERY goes into the sketch (weighted by SAMPLE_EVERY; a fixed-seed xorshift picks them, so
+// a key pattern that repeats with the stride cannot hide). A key above 1/SKETCH_CAPACITY of a
+// subtask's records still stands out; the counts shown are estimates, and say so.
 import { SpaceSaving, type HeavyHitter } from "./heavy-hitters";
 
 /** Keys kept per subtask sketch. */
 export const SKETCH_CAPACITY = 32;
+/** About one record in this many is offered to the sketch. */
+export const SAMPLE_EVERY = 16;
 /** A subtask above this multiple of the mean load is skewed (the seeds' checklist item 10). */
 export const SKEW_FACTOR = 2;
 
@@ -22,8 +29,13 @@ export interface OperatorSkew {
 
 export class KeySkew {
   private readonly perNode = new Map<string, { records: number[]; sketches: SpaceSaving[] }>();
+  private rng = 0x9e3779b9;
 
-  constructor(private readonly parallelism: number) {}
+  /** `sampleEvery` 1 offers every record to the sketches (tests). */
+  constructor(
+    private readonly parallelism: number,
+    private readonly sampleEvery = SAMPLE_EVERY,
+  ) {}
 
   offer(node: string, subtask: number, key: string): void {
     let n = this.perNode.get(node);
@@ -32,7 +44,15 @@ export class KeySkew {
       this.perNode.set(node, n);
     }
     n.records[subtask] = (n.records[subtask] ?? 0) + 1;
-    n.sketches[subtask]?.offer(key);
+    if (this.sampleEvery > 1) {
+      let x = this.rng;
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      this.rng = x >>> 0;
+      if (this.rng % this.sampleEvery !== 0) return;
+    }
+    n.sketches[subtask]?.offer(key, this.sampleEvery);
   }
 
   report(topK = 10): OperatorSkew[] {

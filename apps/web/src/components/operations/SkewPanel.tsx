@@ -52,21 +52,18 @@ export function SkewPanel() {
               <thead>
                 <tr>
                   <th>hot key</th>
-                  <th>records</th>
+                  <th title="Estimated by the runner from a sample of the records (a Space-Saving sketch)">≈ records</th>
                   <th>share</th>
                   <th>subtask</th>
                 </tr>
               </thead>
               <tbody>
                 {op.hotKeys.map((k) => (
-                  <tr key={`${k.subtask}:${k.key}`} title={k.error > 0 ? `at most ${k.error} records over the true count (Space-Saving)` : "exact"}>
+                  <tr key={`${k.subtask}:${k.key}`} title={k.error > 0 ? `may count up to ${k.error} records too many (Space-Saving)` : undefined}>
                     <td>
                       <code>{k.key}</code>
                     </td>
-                    <td>
-                      {k.error > 0 ? "≤ " : ""}
-                      {formatCount(k.count)}
-                    </td>
+                    <td>{formatCount(k.count)}</td>
                     <td>{Math.round(k.share * 1000) / 10} %</td>
                     <td>{k.subtask}</td>
                   </tr>
