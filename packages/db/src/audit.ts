@@ -53,6 +53,7 @@ export const AUDIT_ACTIONS = [
   "stop",
   "user_create",
   "role_change",
+  "password_change",
   "request",
   "approve",
   "reject",

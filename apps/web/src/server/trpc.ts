@@ -23,6 +23,8 @@ export interface Context {
   env: ServerEnv;
   /** Who is asking: the session cookie's user, or the service user of `npm start`; null = nobody. Resolved once, on first use. */
   session: () => Promise<SessionUser | null>;
+  /** The session cookie's token, when the request carried one (to end a person's other sessions). */
+  sessionToken: string | null;
 }
 
 function memo<T>(f: () => Promise<T>): () => Promise<T> {
@@ -39,7 +41,7 @@ export function createContext(opts: { headers: Headers }, overrides: Partial<Con
     if (authorization) return serviceUser((await db()).prisma, authEnv(), authorization);
     return null;
   });
-  return { db, env: serverEnv(), session, ...overrides };
+  return { db, env: serverEnv(), session, sessionToken: token, ...overrides };
 }
 
 export interface InputIssue {

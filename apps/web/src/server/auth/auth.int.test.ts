@@ -317,6 +317,44 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     ]);
   });
 
+  it("refuses further sign-ins for an email after 10 failures in 15 minutes, even with the right password", async () => {
+    await user("target@bank.test", "analyst");
+    for (let i = 0; i < 10; i++) expect((await login("target@bank.test", `guess ${i}`)).status).toBe(401);
+    const locked = await login("target@bank.test");
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get("retry-after")).toBe("900");
+    expect(locked.headers.getSetCookie()).toEqual([]);
+    // Others are not affected.
+    expect((await login("pat@bank.test")).status).toBe(200);
+  });
+
+  it("changes your own password (the current one first) and ends your other sessions; an admin can reset one", async () => {
+    await user("cho@bank.test", "analyst");
+    const tokenOf = async (password?: string) => (await login("cho@bank.test", password)).headers.getSetCookie()[0]?.split(";")[0]?.slice(SESSION_COOKIE.length + 1) ?? "";
+    const [here, elsewhere] = [await tokenOf(), await tokenOf()];
+    const me = (token: string) => trpcRoute.GET?.(new Request(`${ORIGIN}/api/trpc/users.me`, { headers: { cookie: `${SESSION_COOKIE}=${token}` } }));
+    const change = (token: string, currentPassword: string) =>
+      trpcRoute.POST?.(new Request(`${ORIGIN}/api/trpc/users.changePassword`, { method: "POST", headers: { host: "localhost:3000", "content-type": "application/json", "x-keyflow-csrf": "1", cookie: `${SESSION_COOKIE}=${token}` }, body: JSON.stringify(superjson.serialize({ currentPassword, newPassword: "a brand new passphrase" })) }));
+    expect((await change(here, "wrong current password"))?.status).toBe(403);
+    expect((await change(here, PASSWORD))?.status).toBe(200);
+    expect((await me(here))?.status).toBe(200);
+    expect((await me(elsewhere))?.status).toBe(401);
+    expect((await login("cho@bank.test")).status).toBe(401);
+    expect((await login("cho@bank.test", "a brand new passphrase")).status).toBe(200);
+
+    const cho = await db.prisma.user.findUniqueOrThrow({ where: { email: "cho@bank.test" } });
+    const byAnalyst = await call("mutation", "users.setPassword", { userId: cho.id, newPassword: "chosen by someone else" }, { as: "analyst" });
+    expect(codeOf(byAnalyst.body)).toBe("FORBIDDEN");
+    expect((await call("mutation", "users.setPassword", { userId: cho.id, newPassword: "reset by the admin", reason: "forgotten" }, { as: "admin" })).status).toBe(200);
+    expect((await me(here))?.status).toBe(401);
+    expect((await login("cho@bank.test", "reset by the admin")).status).toBe(200);
+    const changes = await db.prisma.auditEvent.findMany({ where: { action: "password_change", subjectId: cho.id }, orderBy: { id: "asc" } });
+    expect(changes.map((e) => [e.actor, (e.details as { by: string }).by])).toEqual([
+      ["cho@bank.test", "self"],
+      ["root@bank.test", "admin"],
+    ]);
+  });
+
   it("keeps the chain linear under concurrent writers (advisory lock)", async () => {
     const writers = [createDb({ databaseUrl }), createDb({ databaseUrl }), createDb({ databaseUrl })];
     try {

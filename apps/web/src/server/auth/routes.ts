@@ -8,6 +8,10 @@ import { clearedSessionCookie, createSession, deleteSession, sessionCookie, sess
 
 const loginBody = z.object({ email: z.string().trim().toLowerCase().min(1).max(320), password: z.string().min(1).max(1_000) });
 
+/** Failed sign-ins for one email within the window before further attempts are refused (429). */
+export const MAX_FAILED_LOGINS = 10;
+export const FAILED_LOGIN_WINDOW_MS = 15 * 60 * 1000;
+
 /** A real argon2 hash of nothing anyone knows: unknown emails cost the same time as wrong passwords. */
 let decoy: Promise<string> | undefined;
 
@@ -23,6 +27,11 @@ export async function login(req: Request, prisma: () => Promise<PrismaClient>): 
   const parsed = loginBody.safeParse(body);
   if (!parsed.success) return Response.json({ error: { message: `login: ${z.prettifyError(parsed.error)}` } }, { status: 400 });
   const db = await prisma();
+  // Password guessing: counted from the audit trail, so every server process sees the same count.
+  const recentFailures = await db.auditEvent.count({ where: { action: "login_failed", subjectType: "session", subjectId: parsed.data.email, at: { gte: new Date(Date.now() - FAILED_LOGIN_WINDOW_MS) } } });
+  if (recentFailures >= MAX_FAILED_LOGINS) {
+    return Response.json({ error: { message: `too many failed sign-ins for ${parsed.data.email}; try again in 15 minutes` } }, { status: 429, headers: { "retry-after": String(FAILED_LOGIN_WINDOW_MS / 1000) } });
+  }
   const user = await db.user.findUnique({ where: { email: parsed.data.email }, select: { id: true, email: true, name: true, role: true, passwordHash: true } });
   const ok = await verifyPassword(user?.passwordHash ?? (await (decoy ??= hashPassword("keyflow-decoy"))), parsed.data.password);
   if (!user || !ok) {

@@ -3,12 +3,14 @@
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { Prisma, type UserRole } from "@keyflow/db";
-import { hashPassword, MIN_PASSWORD_LENGTH } from "../auth/password";
+import { hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from "../auth/password";
+import { hashSessionToken } from "../auth/session";
 import { notFound } from "../errors";
 import { adminProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const role = z.enum(["analyst", "approver", "admin"]) satisfies z.ZodType<UserRole>;
 const email = z.string().trim().toLowerCase().pipe(z.email());
+const newPassword = z.string().min(MIN_PASSWORD_LENGTH, `a password has at least ${MIN_PASSWORD_LENGTH} characters`).max(1_000);
 const publicUser = { id: true, email: true, name: true, role: true, createdAt: true } as const;
 
 export const usersRouter = createTRPCRouter({
@@ -17,7 +19,7 @@ export const usersRouter = createTRPCRouter({
   list: adminProcedure.query(async ({ ctx }) => (await ctx.db()).prisma.user.findMany({ orderBy: { email: "asc" }, select: publicUser })),
 
   create: adminProcedure
-    .input(z.object({ email, name: z.string().trim().min(1).max(200), role, password: z.string().min(MIN_PASSWORD_LENGTH, `a password has at least ${MIN_PASSWORD_LENGTH} characters`).max(1_000) }))
+    .input(z.object({ email, name: z.string().trim().min(1).max(200), role, password: newPassword }))
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
       try {
@@ -29,6 +31,28 @@ export const usersRouter = createTRPCRouter({
         throw error;
       }
     }),
+
+  /** Your own password (the current one first). Your other sessions end; this one stays. */
+  changePassword: authedProcedure.input(z.object({ currentPassword: z.string().min(1).max(1_000), newPassword })).mutation(async ({ ctx, input }) => {
+    const prisma = (await ctx.db()).prisma;
+    const row = await prisma.user.findUnique({ where: { id: ctx.user.id }, select: { passwordHash: true } });
+    if (!row || !(await verifyPassword(row.passwordHash, input.currentPassword))) throw new TRPCError({ code: "FORBIDDEN", message: "the current password is wrong" });
+    await prisma.user.update({ where: { id: ctx.user.id }, data: { passwordHash: await hashPassword(input.newPassword) } });
+    const ended = await prisma.session.deleteMany({ where: { userId: ctx.user.id, ...(ctx.sessionToken ? { tokenHash: { not: hashSessionToken(ctx.sessionToken) } } : {}) } });
+    await ctx.audit({ action: "password_change", subjectType: "user", subjectId: ctx.user.id, details: { email: ctx.user.email, by: "self", sessionsEnded: ended.count } });
+    return { ok: true, sessionsEnded: ended.count };
+  }),
+
+  /** An admin sets someone's password (a forgotten one): every session of theirs ends. */
+  setPassword: adminProcedure.input(z.object({ userId: z.string().min(1), newPassword, reason: z.string().trim().max(2_000).optional() })).mutation(async ({ ctx, input }) => {
+    const prisma = (await ctx.db()).prisma;
+    const user = await prisma.user.findUnique({ where: { id: input.userId }, select: { id: true, email: true } });
+    if (!user) throw notFound("user", input.userId);
+    await prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(input.newPassword) } });
+    const ended = await prisma.session.deleteMany({ where: { userId: user.id } });
+    await ctx.audit({ action: "password_change", subjectType: "user", subjectId: user.id, details: { email: user.email, by: "admin", sessionsEnded: ended.count }, reason: input.reason ?? null });
+    return { ok: true, sessionsEnded: ended.count };
+  }),
 
   setRole: adminProcedure.input(z.object({ userId: z.string().min(1), role, reason: z.string().trim().max(2_000).optional() })).mutation(async ({ ctx, input }) => {
     const prisma = (await ctx.db()).prisma;
