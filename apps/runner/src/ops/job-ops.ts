@@ -35,6 +35,9 @@ class DelegatingWriter<T> implements CommittingWriter<T> {
   }
 }
 
+/** Where a sink is in the two-phase commit of a checkpoint. */
+export type SinkCommitPhase = "preparing" | "prepared" | "committed";
+
 /** A sink with its throttle applied and its time accounted. */
 export class OpsSink extends DelegatingWriter<SinkRecord> implements RecordSink {
   readonly nodeId: string;
@@ -45,9 +48,22 @@ export class OpsSink extends DelegatingWriter<SinkRecord> implements RecordSink 
     private readonly throttle: RecordThrottle,
     readonly time: TimeAccount,
     private readonly tap?: RingBuffer<TappedRecord>,
+    private readonly onPhase?: (checkpointId: number, nodeId: string, phase: SinkCommitPhase) => void,
   ) {
     super(inner);
     this.nodeId = inner.nodeId;
+  }
+
+  override async prepareCommit(checkpointId: number): Promise<JsonValue> {
+    this.onPhase?.(checkpointId, this.nodeId, "preparing");
+    const prepared = await this.inner.prepareCommit(checkpointId);
+    this.onPhase?.(checkpointId, this.nodeId, "prepared");
+    return prepared;
+  }
+
+  override async commit(checkpointId: number, prepared: JsonValue): Promise<void> {
+    await this.inner.commit(checkpointId, prepared);
+    this.onPhase?.(checkpointId, this.nodeId, "committed");
   }
 
   override async write(records: readonly SinkRecord[]): Promise<void> {
@@ -120,6 +136,8 @@ export class JobOps {
   private readonly deadLetterTaps = new Map<string, RingBuffer<TappedDeadLetter>>();
   /** The current run's sources, watched. */
   private readonly sources = new Map<string, WatchedSource>();
+  /** The checkpoint whose two-phase commit the sinks are in, from the first prepare to the last commit. */
+  private commitInFlight: { id: number; since: number; phases: Map<string, SinkCommitPhase> } | undefined;
   private readonly throttles = new Map<string, RecordThrottle>();
   /** The current run's sinks (a restart replaces them). */
   private readonly sinks = new Map<string, OpsSink>();
@@ -152,7 +170,7 @@ export class JobOps {
   wrapSink(sink: RecordSink): OpsSink {
     let tap = this.sinkTaps.get(sink.nodeId);
     if (!tap) this.sinkTaps.set(sink.nodeId, (tap = new RingBuffer<TappedRecord>(TAP_CAPACITY)));
-    const wrapped = new OpsSink(sink, this.throttleOf(sink.nodeId), new TimeAccount(), tap);
+    const wrapped = new OpsSink(sink, this.throttleOf(sink.nodeId), new TimeAccount(), tap, (id, node, phase) => this.onSinkPhase(id, node, phase));
     this.sinks.set(sink.nodeId, wrapped);
     return wrapped;
   }
@@ -174,6 +192,28 @@ export class JobOps {
       deadLetters: () => new TappedDeadLetters(c.deadLetters(), (id) => this.deadLetterTap(id)),
       close: () => c.close(),
     };
+  }
+
+  private onSinkPhase(id: number, nodeId: string, phase: SinkCommitPhase): void {
+    if (this.commitInFlight?.id !== id) {
+      if (phase === "committed") return;
+      this.commitInFlight = { id, since: Date.now(), phases: new Map() };
+    }
+    this.commitInFlight.phases.set(nodeId, phase);
+    const sinks = [...this.sinks.keys()];
+    if (sinks.every((s) => this.commitInFlight?.phases.get(s) === "committed")) this.commitInFlight = undefined;
+  }
+
+  /**
+   * The checkpoint the sinks are committing (single-threaded jobs: the snapshot is taken, the sinks
+   * prepare, the checkpoint is written, the sinks commit): each sink's phase; undefined between.
+   */
+  sinkCommitProgress(): { id: number; since: number; sinks: Record<string, SinkCommitPhase | "waiting"> } | undefined {
+    const c = this.commitInFlight;
+    if (!c) return undefined;
+    const sinks: Record<string, SinkCommitPhase | "waiting"> = {};
+    for (const id of this.sinks.keys()) sinks[id] = c.phases.get(id) ?? "waiting";
+    return { id: c.id, since: c.since, sinks };
   }
 
   private deadLetterTap(nodeId: string): RingBuffer<TappedDeadLetter> {

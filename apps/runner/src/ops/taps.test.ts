@@ -71,3 +71,20 @@ describe("JobOps taps and source figures", () => {
     expect(src.inputMetrics).toBeUndefined();
   });
 });
+
+describe("JobOps sink commit progress", () => {
+  it("follows a checkpoint's two-phase commit through every sink, from the first prepare to the last commit", async () => {
+    const ops = new JobOps(new Set(["a", "b"]));
+    const c = ops.wrapConnectors(connectors([]));
+    const a = c.sink({ nodeId: "a", type: "sink.file", params: {} });
+    const b = c.sink({ nodeId: "b", type: "sink.file", params: {} });
+    expect(ops.sinkCommitProgress()).toBeUndefined();
+    const prepared = await a.prepareCommit(7);
+    expect(ops.sinkCommitProgress()).toMatchObject({ id: 7, sinks: { a: "prepared", b: "waiting" } });
+    await b.prepareCommit(7);
+    await a.commit(7, prepared);
+    expect(ops.sinkCommitProgress()).toMatchObject({ id: 7, sinks: { a: "committed", b: "prepared" } });
+    await b.commit(7, null);
+    expect(ops.sinkCommitProgress()).toBeUndefined();
+  });
+});

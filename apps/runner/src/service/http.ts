@@ -181,9 +181,23 @@ function liveSnapshot(job: ManagedJob, previous: { at: number; snap: LiveSnapsho
     })),
     sources: v.sources,
     sourcePartitions: job.ops.sourceFigures(),
-    checkpointInProgress: job.parallelExecution?.checkpointProgress() ?? null,
+    checkpointInProgress: job.parallelExecution?.checkpointProgress() ?? sinkCommitProgress(job),
     failedCheckpoints: [...(job.parallelExecution?.failedCheckpoints ?? [])].reverse().slice(0, 10),
     skew: job.parallelExecution?.skew.report() ?? [],
+  };
+}
+
+/** A single-threaded job's checkpoint in flight: the snapshot is taken; each sink prepared (acknowledged) or not yet. */
+function sinkCommitProgress(job: ManagedJob): CheckpointProgress | null {
+  const c = job.ops.sinkCommitProgress();
+  if (!c) return null;
+  return {
+    id: c.id,
+    triggeredAt: c.since,
+    tasks: [
+      { task: "source", subtask: 0, acknowledged: true },
+      ...Object.entries(c.sinks).map(([node, phase]) => ({ task: "sink" as const, subtask: 0, node, acknowledged: phase === "prepared" || phase === "committed" })),
+    ],
   };
 }
 

@@ -54,7 +54,7 @@ export type SourcePartition = z.infer<typeof partitionSchema>;
 const checkpointProgressSchema = z.object({
   id: z.number(),
   triggeredAt: z.number(),
-  tasks: z.array(z.object({ task: z.string(), subtask: z.number(), acknowledged: z.boolean(), alignmentMs: z.number().optional() })),
+  tasks: z.array(z.object({ task: z.string(), subtask: z.number(), node: z.string().optional(), acknowledged: z.boolean(), alignmentMs: z.number().optional() })),
 });
 export type CheckpointProgress = z.infer<typeof checkpointProgressSchema>;
 

@@ -128,9 +128,10 @@ function DeploymentOperations({ deployment, versionNumber, onStopped }: { deploy
             </p>
             <div className="kf-ops__acks">
               {inFlight.tasks.map((t) => (
-                <span key={`${t.task}-${t.subtask}`} className={`kf-ops__ack kf-ops__ack--${t.acknowledged ? "done" : "pending"}`} title={t.alignmentMs !== undefined ? `alignment ${formatDuration(t.alignmentMs)}` : undefined}>
+                <span key={`${t.task}-${t.subtask}-${t.node ?? ""}`} className={`kf-ops__ack kf-ops__ack--${t.acknowledged ? "done" : "pending"}`} title={t.alignmentMs !== undefined ? `alignment ${formatDuration(t.alignmentMs)}` : undefined}>
                   {t.task}
-                  {t.task === "keyed" ? ` ${t.subtask}` : ""} {t.acknowledged ? "✓" : "…"}
+                  {t.task === "keyed" ? ` ${t.subtask}` : ""}
+                  {t.node !== undefined ? ` ${t.node}` : ""} {t.acknowledged ? "✓" : "…"}
                 </span>
               ))}
             </div>
