@@ -24,9 +24,9 @@ export function UserMenu() {
           Users
         </a>
       ) : null}
-      <span title={me.data.email}>
+      <a href="/account" title={`${me.data.email}: your account and password`} data-testid="nav-account">
         <span data-testid="user-name">{me.data.name}</span> <span className="kf-usermenu__role" data-testid="user-role">{me.data.role}</span>
-      </span>
+      </a>
       <button type="button" onClick={() => void signOut()} data-testid="logout">
         Sign out
       </button>

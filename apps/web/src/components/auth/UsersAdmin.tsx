@@ -16,6 +16,8 @@ export function UsersAdmin() {
   const setRole = useMutation(trpc.users.setRole.mutationOptions({ onSettled: refresh }));
   const create = useMutation(trpc.users.create.mutationOptions({ onSuccess: refresh }));
   const [form, setForm] = useState({ email: "", name: "", role: "analyst" as UserRole, password: "" });
+  const setPassword = useMutation(trpc.users.setPassword.mutationOptions());
+  const [reset, setReset] = useState<{ userId: string; password: string } | null>(null);
 
   function submit(event: FormEvent) {
     event.preventDefault();
@@ -30,6 +32,8 @@ export function UsersAdmin() {
       </div>
       {users.error ? <p className="kf-auth__error">{users.error.message}</p> : null}
       {setRole.error ? <p className="kf-auth__error" role="alert">{setRole.error.message}</p> : null}
+      {setPassword.error ? <p className="kf-auth__error" role="alert">{setPassword.error.message}</p> : null}
+      {setPassword.isSuccess ? <p role="status">Password set; that person's sessions were signed out.</p> : null}
       <table className="kf-table" data-testid="users-table">
         <thead>
           <tr>
@@ -37,6 +41,7 @@ export function UsersAdmin() {
             <th>Name</th>
             <th>Role</th>
             <th>Since</th>
+            <th>Password</th>
           </tr>
         </thead>
         <tbody>
@@ -54,6 +59,28 @@ export function UsersAdmin() {
                 </select>
               </td>
               <td>{new Date(user.createdAt).toLocaleDateString()}</td>
+              <td>
+                {reset?.userId === user.id ? (
+                  <form
+                    onSubmit={(e) => {
+                      e.preventDefault();
+                      setPassword.mutate({ userId: user.id, newPassword: reset.password }, { onSuccess: () => setReset(null) });
+                    }}
+                  >
+                    <input type="password" autoComplete="new-password" minLength={12} required placeholder="new password" value={reset.password} onChange={(e) => setReset({ userId: user.id, password: e.target.value })} aria-label={`new password for ${user.email}`} />{" "}
+                    <button type="submit" className="kf-button kf-button--small" disabled={setPassword.isPending}>
+                      Set
+                    </button>{" "}
+                    <button type="button" className="kf-button kf-button--small" onClick={() => setReset(null)}>
+                      Cancel
+                    </button>
+                  </form>
+                ) : (
+                  <button type="button" className="kf-button kf-button--small" onClick={() => setReset({ userId: user.id, password: "" })}>
+                    Reset…
+                  </button>
+                )}
+              </td>
             </tr>
           ))}
         </tbody>
