@@ -27,8 +27,6 @@ import {
   type JsonValue,
   type KeyGroupRange,
   type KeySelector,
-  type KeyStateView,
-  queryKeyState,
   type NodeMetrics,
   type PipelineDocument,
   type SnapshotPart,
@@ -157,9 +155,6 @@ export class ParallelExecution {
   private readonly sinkTime = new TimeAccount();
   private readonly sinkCounts = new Map<string, number>();
   private pending: PendingCheckpoint | undefined;
-  /** State queries waiting for their subtask's answer, by id. */
-  private readonly stateQueries = new Map<number, (view: KeyStateView | undefined) => void>();
-  private nextStateQuery = 1;
   private failure: ((err: unknown) => void) | undefined;
   private readonly failed: Promise<never>;
   private readonly positions = new Map<string, JsonValue>();
@@ -266,12 +261,6 @@ export class ParallelExecution {
       case "metrics":
         this.reports[i] = m.report;
         return;
-      case "state": {
-        const q = this.stateQueries.get(m.id);
-        this.stateQueries.delete(m.id);
-        q?.(m.view ?? undefined);
-        return;
-      }
       case "finished":
         this.reports[i] = m.report;
         finish();
@@ -502,25 +491,6 @@ export class ParallelExecution {
       );
     }
     await Promise.all(sends);
-  }
-
-  /**
-   * Queryable state: `key`'s state and timers at `nodeId`, from the subtask that owns the key's key
-   * group (keyed nodes) or the source task (chained head nodes); undefined for other nodes.
-   */
-  queryState(nodeId: string, key: string): Promise<KeyStateView | undefined> {
-    if (this.plan.headNodes.has(nodeId)) return Promise.resolve(this.headJob ? queryKeyState(this.headJob.snapshot(), nodeId, key) : undefined);
-    if (!this.plan.keyedNodes.has(nodeId)) return Promise.resolve(undefined);
-    const maxP = this.plan.maxParallelism;
-    const owner = computeOperatorIndexForKeyGroup(maxP, this.n, keyGroupOf(key, maxP));
-    const worker = this.workers[owner];
-    if (!worker) return Promise.resolve(undefined);
-    const id = this.nextStateQuery++;
-    return new Promise<KeyStateView | undefined>((resolve, reject) => {
-      this.stateQueries.set(id, resolve);
-      this.failed.catch(reject);
-      worker.postMessage({ type: "state", id, nodeId, key } satisfies ToSubtask);
-    });
   }
 
   /** A checkpoint as soon as none is in progress (a savepoint), whatever the interval says. */
@@ -763,8 +733,6 @@ export class ParallelExecution {
 
   private closeAll(): void {
     this.finalMetrics = this.metrics();
-    for (const answer of this.stateQueries.values()) answer(undefined);
-    this.stateQueries.clear();
     for (const s of [...this.toWorkers, this.localSender]) s?.close();
     if (this.pending?.timer) clearTimeout(this.pending.timer);
     for (const p of this.sinkPorts) p.close();
