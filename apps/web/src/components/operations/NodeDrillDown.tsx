@@ -85,9 +85,41 @@ export function NodeDrillDown({ deploymentId, nodes }: { deploymentId: string; n
         </p>
       ) : null}
       {lookup && state.data ? (
-        <pre className="kf-ops__state" data-testid="drilldown-state">
-          {JSON.stringify(state.data.state, null, 2)}
-        </pre>
+        <div data-testid="drilldown-state" data-key={state.data.key}>
+          <p className="kf-ops__meta">
+            State of key <code>{state.data.key}</code> at {state.data.nodeId}: {state.data.state.state.length} entr{state.data.state.state.length === 1 ? "y" : "ies"},{" "}
+            {state.data.state.timers.eventTime.length + state.data.state.timers.processingTime.length} timer(s)
+            {state.data.state.watermark !== null ? ` · node watermark ${new Date(state.data.state.watermark).toISOString()}` : ""}
+          </p>
+          <table className="kf-ops__table">
+            <thead>
+              <tr>
+                <th>state</th>
+                <th>kind</th>
+                <th>value</th>
+              </tr>
+            </thead>
+            <tbody>
+              {state.data.state.state.map((e) => (
+                <tr key={e.name} data-testid={`drilldown-state-${e.name}`}>
+                  <td>{e.name}</td>
+                  <td>{e.kind}</td>
+                  <td>
+                    <pre className="kf-ops__state">{JSON.stringify(e.value, null, 1)}</pre>
+                    {e.ttlStamp !== undefined ? <span className="kf-ops__meta">last access {new Date(e.ttlStamp).toISOString()}</span> : null}
+                  </td>
+                </tr>
+              ))}
+              {[...state.data.state.timers.eventTime.map((t) => ({ ...t, domain: "event time" })), ...state.data.state.timers.processingTime.map((t) => ({ ...t, domain: "processing time" }))].map((t, i) => (
+                <tr key={`timer-${i}`}>
+                  <td>timer {t.namespace}</td>
+                  <td>{t.domain}</td>
+                  <td>{new Date(t.time).toISOString()}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       ) : null}
     </section>
   );

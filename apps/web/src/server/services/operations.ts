@@ -190,15 +190,23 @@ export async function nodeTaps(prisma: PrismaClient, runnerUrl: string, input: {
   return parsed.data;
 }
 
-/**
- * One key's current state and timers in a node, from the runner's queryable state
- * (GET /jobs/:id/state?node=&key=); its shape is the runner's, shown as it comes.
- */
+/** The runner's queryable state of one key (KeyStateView in packages/operators/src/runtime/queryable.ts). */
+const timerSchema = z.object({ time: z.number(), namespace: z.string() });
+export const keyStateViewSchema = z.looseObject({
+  nodeId: z.string(),
+  key: z.string(),
+  state: z.array(z.looseObject({ name: z.string(), kind: z.string(), value: z.unknown(), ttlStamp: z.number().optional() })),
+  timers: z.object({ eventTime: z.array(timerSchema), processingTime: z.array(timerSchema) }),
+  /** Null before the first watermark (the runner sends ±Infinity as null). */
+  watermark: z.number().nullable(),
+});
+
+/** One key's current state and timers in a node, from the runner's queryable state (GET /jobs/:id/state?node=&key=). */
 export async function keyState(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string; key: string }) {
   const deployment = await findDeployment(prisma, input.deploymentId);
   const query = new URLSearchParams({ node: input.nodeId, key: input.key });
   const json = await runnerJson(runnerUrl, `/jobs/${encodeURIComponent(deployment.runnerJobId)}/state?${query.toString()}`, {}, input.deploymentId);
-  const parsed = z.record(z.string(), z.unknown()).safeParse(json);
+  const parsed = keyStateViewSchema.safeParse(json);
   if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected state answer from the runner: ${z.prettifyError(parsed.error)}` });
   return { deploymentId: input.deploymentId, nodeId: input.nodeId, key: input.key, state: parsed.data };
 }
