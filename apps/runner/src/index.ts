@@ -8,3 +8,4 @@ export { loadPipelineFile, checkPipeline, type LoadedPipeline } from "./pipeline
 export { createRunnerService, startRunnerService, type RunnerService } from "./service/main";
 export type { RecordSource, RecordSink, DeadLetterSink, SourceBatch, SourceRecord, SinkRecord, DeadLetter } from "./io/types";
 export { DLQ_HEADERS } from "./io/kafka/dead-letters";
+export { keyStateResponseSchema, type KeyStateResponse } from "./job/queryable-state";

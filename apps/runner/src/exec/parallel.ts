@@ -27,6 +27,8 @@ import {
   type JsonValue,
   type KeyGroupRange,
   type KeySelector,
+  type KeyStateView,
+  queryKeyState,
   type NodeMetrics,
   type PipelineDocument,
   type SnapshotPart,
@@ -68,6 +70,13 @@ export interface SubtaskMetrics extends TaskTimes {
   queueBoundRecords: number;
   /** Cumulative ms busy / backpressured / idle since the task started. */
   totals: { busy: number; backPressured: number; idle: number };
+}
+
+/** A state query's answer and the task that gave it. */
+export interface AnsweredState {
+  view: KeyStateView;
+  task: "source" | "keyed" | "single";
+  index: number;
 }
 
 /** What a completed checkpoint hands the driver for its two-phase commit. */
@@ -155,6 +164,9 @@ export class ParallelExecution {
   private readonly sinkTime = new TimeAccount();
   private readonly sinkCounts = new Map<string, number>();
   private pending: PendingCheckpoint | undefined;
+  /** State queries waiting for their subtask's answer, by id. */
+  private readonly stateQueries = new Map<number, (view: KeyStateView | undefined) => void>();
+  private nextStateQuery = 1;
   private failure: ((err: unknown) => void) | undefined;
   private readonly failed: Promise<never>;
   private readonly positions = new Map<string, JsonValue>();
@@ -261,6 +273,12 @@ export class ParallelExecution {
       case "metrics":
         this.reports[i] = m.report;
         return;
+      case "state": {
+        const q = this.stateQueries.get(m.id);
+        this.stateQueries.delete(m.id);
+        q?.(m.view ?? undefined);
+        return;
+      }
       case "finished":
         this.reports[i] = m.report;
         finish();
@@ -491,6 +509,29 @@ export class ParallelExecution {
       );
     }
     await Promise.all(sends);
+  }
+
+  /**
+   * Queryable state: `key`'s state and timers at `nodeId`, from the subtask that owns the key's key
+   * group (keyed nodes) or the source task (chained head nodes); undefined for other nodes.
+   */
+  async queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
+    if (this.plan.headNodes.has(nodeId)) {
+      const view = this.headJob ? queryKeyState(this.headJob.snapshot(), nodeId, key) : undefined;
+      return view && { view, task: "source", index: 0 };
+    }
+    if (!this.plan.keyedNodes.has(nodeId)) return undefined;
+    const maxP = this.plan.maxParallelism;
+    const owner = computeOperatorIndexForKeyGroup(maxP, this.n, keyGroupOf(key, maxP));
+    const worker = this.workers[owner];
+    if (!worker) return undefined;
+    const id = this.nextStateQuery++;
+    const view = await new Promise<KeyStateView | undefined>((resolve, reject) => {
+      this.stateQueries.set(id, resolve);
+      this.failed.catch(reject);
+      worker.postMessage({ type: "state", id, nodeId, key } satisfies ToSubtask);
+    });
+    return view && { view, task: "keyed", index: owner };
   }
 
   /** A checkpoint as soon as none is in progress (a savepoint), whatever the interval says. */
@@ -733,6 +774,8 @@ export class ParallelExecution {
 
   private closeAll(): void {
     this.finalMetrics = this.metrics();
+    for (const answer of this.stateQueries.values()) answer(undefined);
+    this.stateQueries.clear();
     for (const s of [...this.toWorkers, this.localSender]) s?.close();
     if (this.pending?.timer) clearTimeout(this.pending.timer);
     for (const p of this.sinkPorts) p.close();

@@ -1,6 +1,6 @@
 // Control messages between the coordinator (main thread) and a keyed subtask (worker thread), on
 // the worker's parentPort. Data and barriers travel on the channels' own MessagePorts (./wire).
-import type { KeyGroupRange, NodeMetrics, PipelineDocument, SnapshotPart } from "@keyflow/operators";
+import type { KeyGroupRange, KeyStateView, NodeMetrics, PipelineDocument, SnapshotPart } from "@keyflow/operators";
 import type { MessagePort } from "node:worker_threads";
 import type { TaskTimes } from "./channel";
 import type { CodecName } from "./wire";
@@ -45,6 +45,12 @@ export type FromSubtask =
   | { type: "ack"; id: number; state: Uint8Array; alignmentMs: number; syncMs: number }
   | { type: "metrics"; report: SubtaskReport }
   | { type: "finished"; report: SubtaskReport }
-  | { type: "error"; message: string };
+  | { type: "error"; message: string }
+  /** The answer to a state query: the key's state and timers at the node, null when the subtask has no such node. */
+  | { type: "state"; id: number; view: KeyStateView | null };
 
-export type ToSubtask = { type: "time"; now: number } | { type: "abort"; id: number };
+export type ToSubtask =
+  | { type: "time"; now: number }
+  | { type: "abort"; id: number }
+  /** Queryable state: one key's state and timers at one node (the subtask owns the key's key group). */
+  | { type: "state"; id: number; nodeId: string; key: string };

@@ -14,8 +14,8 @@
 // the driver marks it committed before the sinks write anything new. KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
-import { ParallelExecution, type ExchangeOptions, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
+import { LocalJob, mergeJobSnapshots, queryKeyState, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { ParallelExecution, type AnsweredState, type ExchangeOptions, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
 import type { Logger } from "../log";
@@ -338,6 +338,17 @@ export class JobDriver {
       this.checkpointWanted = true;
       this.parallel?.requestCheckpoint();
     });
+  }
+
+  /**
+   * Queryable state: `key`'s state and timers at `nodeId` (from the owning subtask of a parallel
+   * job); undefined when the job is not running or the node holds nothing in this process.
+   */
+  async queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
+    if (this.status !== "running" && this.status !== "finishing" && this.status !== "stopping") return undefined;
+    if (this.parallel) return this.parallel.queryState(nodeId, key);
+    const view = this.job ? queryKeyState(this.job.snapshot(), nodeId, key) : undefined;
+    return view && { view, task: "single", index: 0 };
   }
 
   /** Copies the job's last completed checkpoint into a savepoint folder (stop with a savepoint: the final one). */

@@ -13,6 +13,7 @@ import { DeployConflictError, JobStateError, type JobManager, type JobView, type
 import path from "node:path";
 import { readCheckpointFolder } from "../job/checkpoints";
 import { checkRestore } from "../job/restore-compat";
+import { keyStateResponseSchema, type KeyStateResponse } from "../job/queryable-state";
 import { nodeTaskTimes } from "../ops/task-times";
 import type { SourceFigures } from "../ops/source-partitions";
 import type { OperatorSkew } from "../ops/skew";
@@ -320,6 +321,35 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         requireJob(id);
         const job = await jobs.stop(id ?? "");
         send(res, 200, job?.view());
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs\/([^/]+)\/state$/,
+      handle: async (req, res, [id]) => {
+        const job = requireJob(id);
+        const q = new URL(req.url ?? "/", "http://runner").searchParams;
+        const nodeId = q.get("node");
+        const key = q.get("key");
+        if (!nodeId || key === null) throw new HttpError(400, "GET /jobs/:id/state needs ?node=<nodeId>&key=<key>");
+        const node = job.doc.nodes.find((n) => n.id === nodeId);
+        if (!node) throw new HttpError(404, `job "${job.deploymentId}" has no node "${nodeId}"`);
+        if (!job.active) throw new HttpError(404, `job "${job.deploymentId}" is ${job.status}: its state can be read only while it runs`);
+        const answer = await job.queryState(nodeId, key);
+        const empty = answer !== undefined && answer.view.state.length === 0 && answer.view.timers.eventTime.length === 0 && answer.view.timers.processingTime.length === 0;
+        if (!answer || empty) throw new HttpError(404, `node "${nodeId}" (${node.type}) of job "${job.deploymentId}" holds no state or timers for key "${key}"`);
+        const v = answer.view;
+        const body: KeyStateResponse = {
+          jobId: job.deploymentId,
+          nodeId,
+          nodeType: node.type,
+          key: v.key,
+          subtask: { task: answer.task, index: answer.index },
+          state: v.state,
+          timers: v.timers,
+          watermark: Number.isFinite(v.watermark) ? v.watermark : null,
+        };
+        send(res, 200, keyStateResponseSchema.parse(body));
       },
     },
     {

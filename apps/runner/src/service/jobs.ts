@@ -7,7 +7,7 @@ import type { PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import { createJobDriver } from "../job/create";
 import type { CheckpointStats, JobDriver, JobNodeMetrics } from "../job/driver";
-import type { ParallelExecution, SubtaskMetrics } from "../exec/parallel";
+import type { AnsweredState, ParallelExecution, SubtaskMetrics } from "../exec/parallel";
 import type { Clock } from "../job/clock";
 import { systemClock } from "../job/clock";
 import type { SourceInputMetrics } from "../io/types";
@@ -183,6 +183,11 @@ export class ManagedJob {
     this.driver?.stop("stopped through the API");
     await this.finished;
     if (this.status === "stopping") this.status = "stopped";
+  }
+
+  /** Queryable state of the current run: `key`'s state and timers at `nodeId`, undefined when not running. */
+  queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
+    return this.driver ? this.driver.queryState(nodeId, key) : Promise.resolve(undefined);
   }
 
   /** Takes a savepoint of the running job into a new folder under `root`; resolves with its path. */
