@@ -60,6 +60,19 @@ export interface CheckpointStats {
   stateBytes: number;
   /** Where the checkpoint lives, or undefined when checkpoints are not kept. */
   path: string | undefined;
+  /** The longest barrier alignment of any task (0 for a single-threaded job, which needs none). */
+  alignmentMs: number;
+  /** Each task's acknowledgement: its state bytes and alignment time (Flink's per-subtask checkpoint details). */
+  acks: CheckpointAck[];
+}
+
+export interface CheckpointAck {
+  task: "source" | "keyed" | "sink";
+  subtask: number;
+  bytes: number;
+  alignmentMs: number;
+  /** Inclusive key-group range of a keyed subtask. */
+  keyGroups?: [number, number];
 }
 
 export interface JobSummary {
@@ -558,6 +571,9 @@ export class JobDriver {
     await checkpoints.markCommitted(id);
     for (const source of this.sources) await source.checkpointCompleted?.(sources[source.nodeId] ?? null);
     this.checkpointsCompleted++;
+    const acks: CheckpointAck[] = extra.tasks?.map((t) => ({ task: t.task, subtask: t.subtask, bytes: t.bytes, alignmentMs: t.alignmentMs, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}) })) ?? [
+      { task: "source", subtask: 0, bytes: stateBytes, alignmentMs: 0 },
+    ];
     const stats: CheckpointStats = {
       id,
       triggeredAt: started,
@@ -565,6 +581,8 @@ export class JobDriver {
       durationMs: Math.round((performance.now() - t0) * 10) / 10,
       stateBytes,
       path: checkpoints.pathOf(id),
+      alignmentMs: Math.max(0, ...acks.map((a) => a.alignmentMs)),
+      acks,
     };
     this.lastCheckpoint = stats;
     this.checkpointHistory.push(stats);

@@ -29,6 +29,11 @@ export interface RestartPolicy {
 
 export const DEFAULT_RESTART_POLICY: RestartPolicy = { initialDelayMs: 1_000, maxDelayMs: 120_000, resetAfterMs: 600_000, maxAttempts: Number.POSITIVE_INFINITY };
 
+/** The delay before restart number `failures` in a row: initialDelayMs doubling, capped at maxDelayMs. */
+export function restartDelayMs(policy: RestartPolicy, failures: number): number {
+  return Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.max(0, failures - 1));
+}
+
 export interface JobView {
   id: string;
   jobId: string;
@@ -160,7 +165,7 @@ export class ManagedJob {
       log.error(`job failed ${this.consecutiveFailures} times in a row, giving up: ${this.failure}`);
       return;
     }
-    const delay = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (this.consecutiveFailures - 1));
+    const delay = restartDelayMs(policy, this.consecutiveFailures);
     this.status = "restarting";
     this.nextRestartAt = clock.now() + delay;
     log.error(`job failed: ${this.failure}; restarting from its last checkpoint in ${Math.round(delay / 100) / 10} s`);

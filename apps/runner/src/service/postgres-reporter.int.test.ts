@@ -90,6 +90,9 @@ describe("the runner records deployments in Postgres", () => {
     expect(rows[0]).toMatchObject({ checkpointId: 1, status: "completed" });
     expect(rows[0]?.path).toMatch(/chk-0000000001$/);
     expect(Number(rows[0]?.sizeBytes)).toBeGreaterThan(0);
+    // Per-task acknowledgements and the alignment time (a single-threaded job: one task, no alignment).
+    expect(rows[0]?.alignmentMs).toBe(0);
+    expect(rows[0]?.acks).toEqual({ tasks: [{ task: "source", subtask: 0, bytes: Number(rows[0]?.sizeBytes), alignmentMs: 0 }] });
 
     const history = await api<{ checkpoints: { id: number }[] }>("GET", `/jobs/${id}/checkpoints`);
     expect(history.json.checkpoints[history.json.checkpoints.length - 1]?.id).toBe(1);
@@ -102,6 +105,36 @@ describe("the runner records deployments in Postgres", () => {
     expect(stopped.stoppedAt).not.toBeNull();
     const last = (await api<JobView>("GET", `/jobs/${id}`)).json.lastCheckpoint?.id;
     await eventually(async () => (await db.prisma.checkpoint.count({ where: { deploymentId: id, checkpointId: last } })) === 1, "the final checkpoint's row");
+  });
+
+  it("a parallel job's checkpoint rows carry every task's acknowledgement and the alignment time", async () => {
+    const graph = {
+      format: "keyflow.pipeline/v1",
+      name: "pg-parallel",
+      settings: { parallelism: 2 },
+      nodes: [
+        { id: "payments", type: "source.demo", params: { eventsPerSecond: 200 } },
+        { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+        { id: "velocity", type: "velocity", params: { threshold: 5, windowMs: "2m", idField: "txId" } },
+        { id: "alerts", type: "sink.file", params: { path: "pg-parallel/alerts.jsonl" } },
+      ],
+      edges: [
+        { from: "payments", to: "byCard" },
+        { from: "byCard", to: "velocity" },
+        { from: "velocity", to: "alerts" },
+      ],
+    };
+    const id = await deployment("pg-parallel", graph);
+    expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
+    const row = await eventually(async () => (await db.prisma.checkpoint.findFirst({ where: { deploymentId: id }, orderBy: { checkpointId: "asc" } })) ?? undefined, "a checkpoint row");
+    const acks = (row.acks as { tasks: Array<{ task: string; subtask: number; alignmentMs: number; keyGroups?: number[] }> }).tasks;
+    expect(acks.map((a) => `${a.task}-${a.subtask}`)).toEqual(["source-0", "keyed-0", "keyed-1", "sink-0"]);
+    expect(acks.filter((a) => a.task === "keyed").map((a) => a.keyGroups)).toEqual([
+      [0, 63],
+      [64, 127],
+    ]);
+    expect(row.alignmentMs).toBe(Math.round(Math.max(...acks.map((a) => a.alignmentMs))));
+    await api("DELETE", `/jobs/${id}`);
   });
 
   it("a failing job marks its deployment failed with the reason", async () => {

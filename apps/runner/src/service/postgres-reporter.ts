@@ -57,6 +57,8 @@ export class PostgresJobReporter implements JobEvents {
         triggeredAt: new Date(stats.triggeredAt),
         durationMs: Math.round(stats.durationMs),
         sizeBytes: BigInt(stats.stateBytes),
+        alignmentMs: Math.round(stats.alignmentMs),
+        acks: { tasks: stats.acks.map((a) => ({ ...a })) },
         path: stats.path ?? null,
       };
       await this.prisma.checkpoint.upsert({
