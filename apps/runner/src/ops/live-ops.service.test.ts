@@ -7,9 +7,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEnv } from "../env";
 import { silentLogger } from "../log";
-import { eventually } from "../../test/run-cli";
 import type { LiveSnapshot } from "../service/http";
 import { createRunnerService, type RunnerService } from "../service/main";
+import { watchStream } from "./testing";
 
 let service: RunnerService;
 
@@ -28,38 +28,7 @@ async function post(url: string, body: unknown): Promise<{ status: number; json:
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
-/** Reads the job's metrics stream until `check` returns something (or the timeout). */
-async function watch<T>(jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined): Promise<T> {
-  const res = await fetch(`${service.url}/jobs/${jobId}/metrics/stream`);
-  const reader = res.body?.getReader();
-  if (!reader) throw new Error("no body");
-  let text = "";
-  let last: LiveSnapshot | undefined;
-  try {
-    return await eventually(
-      async () => {
-        const { value, done } = await reader.read();
-        if (done) throw new Error("the stream ended");
-        text += new TextDecoder().decode(value);
-        let end: number;
-        while ((end = text.indexOf("\n\n")) >= 0) {
-          const data = text.slice(0, end).split("\n").find((l) => l.startsWith("data: "));
-          text = text.slice(end + 2);
-          if (!data) continue;
-          last = JSON.parse(data.slice(6)) as LiveSnapshot;
-          const found = check(last);
-          if (found !== undefined) return found;
-        }
-        return undefined;
-      },
-      `${what} (last snapshot: ${JSON.stringify(last?.nodes)})`,
-      60_000,
-      0,
-    );
-  } finally {
-    await reader.cancel();
-  }
-}
+const watch = <T>(jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined) => watchStream(service.url, jobId, what, check);
 
 function pipeline(name: string, parallelism: number) {
   return {
