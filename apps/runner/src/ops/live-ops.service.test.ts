@@ -115,3 +115,20 @@ describe.each([1, 2])("live operations, parallelism %i", (parallelism) => {
     expect(stopped.status).toBe(200);
   });
 });
+
+describe("skew of a parallel job", () => {
+  it("flags the subtask that carries one hot key, with the key as the hottest", async () => {
+    const id = "ops-skew";
+    // One card: every payment has the same key, so one subtask of four carries them all.
+    const base = pipeline(id, 4);
+    const doc = { ...base, nodes: [{ id: "payments", type: "source.demo", params: { eventsPerSecond: 400, seed: 7, cardCount: 1 } }, ...base.nodes.slice(1)] };
+    expect((await post("/jobs", { deploymentId: id, pipeline: doc })).status).toBe(201);
+    const skewed = await watch(id, "a skewed subtask at the keyed operator", (s) => (s.skew[0] && s.skew[0].skewedSubtasks.length > 0 && s.skew[0].hotKeys.length > 0 ? s.skew[0] : undefined));
+    expect(skewed.node).toBe("byCard");
+    expect(skewed.records.filter((r) => r > 0).length).toBe(1);
+    expect(skewed.skewedSubtasks).toEqual([skewed.records.findIndex((r) => r > 0)]);
+    expect(skewed.hotKeys[0]).toMatchObject({ subtask: skewed.skewedSubtasks[0] });
+    expect(skewed.hotKeys[0]?.share).toBeGreaterThan(0.5);
+    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
+  });
+});
