@@ -50,10 +50,10 @@ export async function signInBrowser(page: Page, baseUrl: string, person = "e2e",
 }
 
 /**
- * `signIn`: who the browser is signed in as on every app startWebApp started (default "e2e", an
- * analyst); false for a browser with no session (the sign-in tests).
+ * `signIn`: who the browser is signed in as on every app startWebApp started (default "e2e"), with
+ * `role` when the account is created (default analyst); false for a browser with no session.
  */
-export async function launchBrowser(opts: { viewport?: { width: number; height: number }; signIn?: string | false } = {}): Promise<TestBrowser> {
+export async function launchBrowser(opts: { viewport?: { width: number; height: number }; signIn?: string | false; role?: E2eRole } = {}): Promise<TestBrowser> {
   if (!fs.existsSync(CHROMIUM_PATH)) {
     throw new Error(`Chromium is not installed at ${CHROMIUM_PATH}: apt-get install -y chromium (never npx playwright install)`);
   }
@@ -75,7 +75,7 @@ export async function launchBrowser(opts: { viewport?: { width: number; height: 
   });
   const page = context.pages()[0] ?? (await context.newPage());
   if (opts.signIn !== false) {
-    for (const app of startedApps()) await signInBrowser(page, app, opts.signIn ?? "e2e");
+    for (const app of startedApps()) await signInBrowser(page, app, opts.signIn ?? "e2e", opts.role ?? "analyst");
   }
   const pageErrors: string[] = [];
   const consoleErrors: string[] = [];

@@ -27,7 +27,7 @@ import { Palette } from "./palette/Palette";
 import { PipelineList } from "./PipelineList";
 import { ProblemsPanel } from "./problems/ProblemsPanel";
 import { formatTime } from "./format";
-import { AuditView } from "./audit/AuditView";
+import { PipelineAuditTab } from "./audit/PipelineAuditTab";
 import { UserMenu } from "./auth/UserMenu";
 import { DryRunPanel, NewPipelineButtons, PipelineToolsProvider, VersionHistory, type DiffSide } from "./versions";
 import "./canvas/editor.css";
@@ -241,7 +241,7 @@ function PipelineArea({
           { id: "history" as const, label: "History", render: () => <VersionHistory /> },
           { id: "dryrun" as const, label: "Dry run", render: () => <DryRunPanel /> },
           { id: "operations" as const, label: "Operations", render: () => <OperationsPanel pipeline={tools.pipeline} stopResult={stopResult} onStopped={setStopResult} /> },
-          { id: "audit" as const, label: "Audit", render: () => <AuditView fixedPipelineId={tools.pipeline.id} compact /> },
+          { id: "audit" as const, label: "Audit", render: () => <PipelineAuditTab pipeline={tools.pipeline} /> },
         ]
       : []),
   ];
