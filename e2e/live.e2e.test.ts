@@ -5,7 +5,8 @@
 // sink from its live panel turns the nodes above it HIGH and marks the sink as the bottleneck
 // within seconds, and lifting the throttle brings them back to OK; the Operations tab lists
 // completed checkpoints (every 2 s) with their chart, the source's partition, the last records into
-// a sink (the runner's tap), and stops the deployment.
+// a sink (the runner's tap), a card's velocity state (the runner's queryable state), and stops the
+// deployment.
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
@@ -165,6 +166,19 @@ describe("live operations on the canvas", () => {
     expect(await page.getByTestId("drilldown-records").textContent()).toMatch(/"cardId":"/);
     await page.getByTestId("drilldown-panel").scrollIntoViewIfNeeded();
     await page.screenshot({ path: artifactPath("live-drilldown.png") });
+
+    // Key lookup: a card seen in the tap, its velocity state and timers from the runner's queryable state.
+    const card = /"cardId":"([^"]+)"/.exec((await page.getByTestId("drilldown-records").textContent()) ?? "")?.[1];
+    expect(card).toBeDefined();
+    await page.getByTestId("drilldown-node").selectOption("vel");
+    await page.getByTestId("drilldown-key").fill(card ?? "");
+    await page.getByTestId("drilldown-lookup").click();
+    const state = page.getByTestId("drilldown-state");
+    await state.waitFor({ state: "visible", timeout: 15_000 });
+    expect(await state.getAttribute("data-key")).toBe(card);
+    expect(await state.textContent()).toMatch(new RegExp(`State of key ${card} at vel: [1-9]\\d* entr`));
+    await state.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: artifactPath("live-key-state.png") });
 
     page.once("dialog", (dialog) => void dialog.accept());
     await page.getByTestId("job-stop").click();
