@@ -75,6 +75,8 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
   }
 
   beforeAll(async () => {
+    // No runner: a deployment that gets past the checks fails at the runner (never reaches a real one).
+    process.env.RUNNER_URL = "http://127.0.0.1:9";
     db = createDb({ databaseUrl });
     await migrate(db);
     // The app's route handlers open the database through server/db.ts, which keeps it here.
@@ -288,6 +290,11 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     expect(asked.status).toBe(200);
     const requestId = (asked.body as Data<{ id: string; status: string }>).result.data.json.id;
 
+    // Enforcement needs an approved request for this graph, even for an approver.
+    const v1Id = v1.result.data.json.version.id;
+    const early = await call("mutation", "deployment.deploy", { versionId: v1Id, mode: "enforcing" }, { as: "approver" });
+    expect(codeOf(early.body)).toBe("PRECONDITION_FAILED");
+
     // The analyst (here also the requester) may not approve: FORBIDDEN by role.
     const byAnalyst = await call("mutation", "promotion.approve", { requestId, comment: "lgtm" }, { as: "analyst" });
     expect({ status: byAnalyst.status, code: codeOf(byAnalyst.body) }).toEqual({ status: 403, code: "FORBIDDEN" });
@@ -305,9 +312,14 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     const again = await call("mutation", "promotion.approve", { requestId }, { as: "admin" });
     expect(codeOf(again.body)).toBe("PRECONDITION_FAILED");
 
-    // A change after approval voids it.
+    // Approved: the gate opens (the runner here is unreachable, so the deployment itself fails: BAD_GATEWAY).
+    const afterApproval = await call("mutation", "deployment.deploy", { versionId: v1Id, mode: "enforcing" }, { as: "approver" });
+    expect(codeOf(afterApproval.body)).toBe("BAD_GATEWAY");
+
+    // A change after approval voids it, and enforcement is closed again.
     await call("mutation", "pipeline.saveVersion", { pipelineId, graph: graph("amount > 2"), message: "tweak" }, { as: "analyst" });
     expect((await db.prisma.promotionRequest.findUniqueOrThrow({ where: { id: requestId } })).status).toBe("void");
+    expect(codeOf((await call("mutation", "deployment.deploy", { versionId: v1Id, mode: "enforcing" }, { as: "approver" })).body)).toBe("PRECONDITION_FAILED");
 
     const trail = await db.prisma.auditEvent.findMany({ where: { subjectType: "promotion", subjectId: requestId }, orderBy: { id: "asc" } });
     expect(trail.map((e) => [e.action, e.actor, e.reason])).toEqual([

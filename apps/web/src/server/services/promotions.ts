@@ -65,3 +65,18 @@ export async function voidStalePromotions(prisma: PrismaClient, actor: string, p
 export async function listPromotions(prisma: PrismaClient, pipelineId: string) {
   return prisma.promotionRequest.findMany({ where: { pipelineId }, orderBy: { createdAt: "desc" }, select });
 }
+
+/**
+ * Enforcement needs an approved request for exactly this version's graph. Returns that request;
+ * throws PRECONDITION_FAILED naming what is missing. (The seamless switch of a warm shadow
+ * deployment at a checkpoint boundary is not built yet: an enforcing deploy starts a job.)
+ */
+export async function approvedPromotion(prisma: PrismaClient, versionId: string) {
+  const version = await prisma.pipelineVersion.findUnique({ where: { id: versionId }, select: { number: true, graphHash: true } });
+  if (!version) throw notFound("version", versionId);
+  const approved = await prisma.promotionRequest.findFirst({ where: { versionId, status: "approved", graphHash: version.graphHash }, orderBy: { decidedAt: "desc" }, select: { id: true, requestedBy: true, decidedBy: true } });
+  if (!approved) {
+    throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${version.number} has no approved promotion request for its graph (${version.graphHash.slice(0, 12)}…): ask for one and have another approver approve it` });
+  }
+  return approved;
+}
