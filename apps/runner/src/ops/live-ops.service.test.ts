@@ -132,3 +132,20 @@ describe("skew of a parallel job", () => {
     expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
   });
 });
+
+describe("failed checkpoints of a parallel job", () => {
+  it("lists a checkpoint aborted by its timeout with the reason, and counts it on /metrics", async () => {
+    const id = "ops-timeout";
+    const base = pipeline(id, 2);
+    // 1 ms: no checkpoint gets every subtask's acknowledgement in time.
+    const doc = { ...base, settings: { ...base.settings, checkpointTimeoutMs: 1 } };
+    expect((await post("/jobs", { deploymentId: id, pipeline: doc })).status).toBe(201);
+    const failed = await watch(id, "an aborted checkpoint", (s) => s.failedCheckpoints[0]);
+    expect(failed.reason).toBe("not acknowledged by every task within checkpointTimeoutMs (1 ms)");
+    expect(failed.failedAt).toBeGreaterThanOrEqual(failed.triggeredAt);
+    const prom = await (await fetch(`${service.url}/metrics`)).text();
+    expect(prom).toMatch(new RegExp(`^keyflow_checkpoints_failed_total\\{job="${id}"\\} [1-9]\\d*$`, "m"));
+    expect(prom).toMatch(new RegExp(`^keyflow_checkpoint_timeout_milliseconds\\{job="${id}"\\} 1$`, "m"));
+    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
+  });
+});
