@@ -17,11 +17,12 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const ask = useMutation(trpc.promotion.request.mutationOptions({ onSettled: refresh }));
   const approve = useMutation(trpc.promotion.approve.mutationOptions({ onSettled: refresh }));
   const reject = useMutation(trpc.promotion.reject.mutationOptions({ onSettled: refresh }));
+  const enforce = useMutation(trpc.deployment.deploy.mutationOptions({ onSettled: () => Promise.all([refresh(), queryClient.invalidateQueries({ queryKey: trpc.pipeline.get.queryKey({ id: pipeline.id }) })]) }));
   const [reason, setReason] = useState("");
   const [comments, setComments] = useState<Record<string, string>>({});
   const newest = pipeline.versions[0];
   const isApprover = me.data?.role === "approver" || me.data?.role === "admin";
-  const error = ask.error ?? approve.error ?? reject.error;
+  const error = ask.error ?? approve.error ?? reject.error ?? enforce.error;
 
   return (
     <section className="kf-promotion" data-testid="promotion-panel">
@@ -48,6 +49,13 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
               <div>
                 {r.status} by {r.decidedBy}
                 {r.comment ? `: “${r.comment}”` : ""}
+              </div>
+            ) : null}
+            {r.status === "approved" && isApprover ? (
+              <div className="kf-promotion__decide">
+                <button type="button" className="kf-button kf-button--small" disabled={enforce.isPending} onClick={() => enforce.mutate({ versionId: r.versionId, mode: "enforcing", reason: `promotion ${r.id}` })} data-testid="promotion-enforce">
+                  Deploy v{r.version.number} in enforcing mode
+                </button>
               </div>
             ) : null}
             {r.status === "pending" && isApprover && me.data?.email !== r.requestedBy ? (
