@@ -30,6 +30,11 @@ export function useLive(): LiveValue | null {
 
 const NO_FLOWS: ReadonlyMap<string, EdgeFlow> = new Map();
 
+/** Given live figures without a subscription (component tests). */
+export function StaticLiveProvider({ value, children }: { value: LiveValue; children: ReactNode }) {
+  return <LiveCtx.Provider value={value}>{children}</LiveCtx.Provider>;
+}
+
 export function LiveProvider({ deploymentId, document, children }: { deploymentId: string; document: PipelineDocument; children: ReactNode }) {
   const trpc = useTRPC();
   const [state, setState] = useState<{ metrics: LiveMetrics | undefined; history: RateHistory }>({ metrics: undefined, history: new Map() });
