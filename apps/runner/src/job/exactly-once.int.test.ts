@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel, type Admin } from "kafkajs";
-import { readCommitted as readCommittedTopic, requireKafkaBrokers } from "../io/kafka/testing";
+import { dedupVelocityPipeline, produceTestPayments, readCommitted as readCommittedTopic, requireKafkaBrokers } from "../io/kafka/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventually, startCli, type CliResult } from "../../test/run-cli";
 import { CRASH_PHASES } from "./crash-hook";
@@ -23,10 +23,8 @@ const brokers = requireKafkaBrokers();
 
 const run = randomBytes(4).toString("hex");
 const PAYMENTS = `eo-${run}-payments`;
-const PARTITIONS = 1;
 const EVENTS = 200_000;
 const CARDS = 3_000;
-const T0 = Date.UTC(2026, 0, 1);
 /** Seed of the kill moments; printed, and KEYFLOW_CRASH_SEED replays a run. */
 const SEED = Number(process.env.KEYFLOW_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
 
@@ -47,57 +45,13 @@ function random(seed: number): () => number {
   };
 }
 
-/** 200 k payments; every 40th is followed by a redelivered copy (same txId), which dedup holds back. */
-async function producePayments(): Promise<void> {
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  const perPartition: { value: string }[][] = Array.from({ length: PARTITIONS }, () => []);
-  let written = 0;
-  for (let i = 0; written < EVENTS; i++) {
-    const card = (i * 7_919) % CARDS;
-    const raw = JSON.stringify({ txId: `t${i}`, cardId: `c${card}`, amount: (i * 31) % 500, ts: T0 + i * 25 });
-    const part = perPartition[card % PARTITIONS]!;
-    part.push({ value: raw });
-    written++;
-    if (i % 40 === 0 && written < EVENTS) {
-      part.push({ value: raw });
-      written++;
-    }
-  }
-  for (let p = 0; p < PARTITIONS; p++) {
-    const all = perPartition[p]!;
-    for (let at = 0; at < all.length; at += 5_000) {
-      await producer.send({ topic: PAYMENTS, acks: -1, messages: all.slice(at, at + 5_000).map((m) => ({ partition: p, value: m.value })) });
-    }
-  }
-  await producer.disconnect();
+function producePayments(): Promise<void> {
+  return produceTestPayments(kafka, PAYMENTS, EVENTS, CARDS);
 }
 
-/** `<base>-alerts` (velocity), `<base>-dupes` (dedup's held-back copies), `<base>-late` (none expected). */
 function writePipeline(name: string, base: string): string {
   const file = path.join(dir, `${name}.json`);
-  const doc = {
-    format: "keyflow.pipeline/v1",
-    name,
-    settings: { checkpointIntervalMs: 300 },
-    nodes: [
-      { id: "payments", type: "source.kafka", params: { topic: PAYMENTS, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
-      { id: "dedup", type: "dedup", params: { field: "txId", ttlMs: "10m" } },
-      { id: "byCard", type: "keyBy", params: { field: "cardId" } },
-      { id: "velocity", type: "velocity", params: { threshold: 4, windowMs: "5m", idField: "txId" } },
-      { id: "alerts", type: "sink.kafka", params: { topic: `${base}-alerts`, deliveryGuarantee: "exactly-once" } },
-      { id: "dupes", type: "sink.kafka", params: { topic: `${base}-dupes`, deliveryGuarantee: "exactly-once" } },
-      { id: "late", type: "sink.kafka", params: { topic: `${base}-late`, deliveryGuarantee: "exactly-once" } },
-    ],
-    edges: [
-      { from: "payments", to: "dedup" },
-      { from: "dedup", to: "byCard" },
-      { from: "byCard", to: "velocity" },
-      { from: "velocity", to: "alerts" },
-      { from: "dedup:duplicates", to: "dupes" },
-      { from: "velocity:late", to: "late" },
-    ],
-  };
+  const doc = dedupVelocityPipeline({ name, inputTopic: PAYMENTS, outputBase: base, guarantee: "exactly-once", checkpointIntervalMs: 300 });
   writeFileSync(file, JSON.stringify(doc, null, 2));
   return file;
 }
@@ -155,7 +109,7 @@ function expectSameOutput(got: { alerts: string[]; dupes: string[] }): void {
 beforeAll(async () => {
   admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: PAYMENTS, numPartitions: PARTITIONS }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic: PAYMENTS, numPartitions: 1 }], waitForLeaders: true });
   await producePayments();
   const base = `eo-${run}-reference`;
   const r = await runToEnd(writePipeline(`eo-ref-${run}`, base), path.join(dir, "ckpt-reference")).done;

@@ -49,3 +49,58 @@ export async function requestJson<T>(baseUrl: string, method: string, url: strin
   });
   return { status: res.status, json: (await res.json()) as T };
 }
+
+/**
+ * `events` payments into partition 0 of `topic` (created by the caller), event times rising 25 ms
+ * apart over `cards` cards; every 40th payment is followed by a redelivered copy (same txId), which
+ * a dedup node holds back. Sent 5 000 to a request, as a producer batching would.
+ */
+export async function produceTestPayments(kafka: Kafka, topic: string, events: number, cards: number): Promise<void> {
+  const t0 = Date.UTC(2026, 0, 1);
+  const values: string[] = [];
+  for (let i = 0; values.length < events; i++) {
+    const raw = JSON.stringify({ txId: `t${i}`, cardId: `c${(i * 7_919) % cards}`, amount: (i * 31) % 500, ts: t0 + i * 25 });
+    values.push(raw);
+    if (i % 40 === 0 && values.length < events) values.push(raw);
+  }
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    for (let at = 0; at < values.length; at += 5_000) {
+      await producer.send({ topic, acks: -1, messages: values.slice(at, at + 5_000).map((value) => ({ partition: 0, value })) });
+    }
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/**
+ * The crash test's and the runner bench's pipeline: `inputTopic` (bounded) -> dedup (txId) -> keyBy
+ * (cardId) -> velocity (4 in 5 min) -> `<outputBase>-alerts`, with dedup's held-back copies to
+ * `<outputBase>-dupes` and velocity's late records to `<outputBase>-late`, all Kafka sinks.
+ */
+export function dedupVelocityPipeline(o: { name: string; inputTopic: string; outputBase: string; guarantee: "exactly-once" | "at-least-once"; checkpointIntervalMs: number }) {
+  const sink = (id: string) => ({ id, type: "sink.kafka", params: { topic: `${o.outputBase}-${id}`, deliveryGuarantee: o.guarantee } });
+  return {
+    format: "keyflow.pipeline/v1",
+    name: o.name,
+    settings: { checkpointIntervalMs: o.checkpointIntervalMs },
+    nodes: [
+      { id: "payments", type: "source.kafka", params: { topic: o.inputTopic, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
+      { id: "dedup", type: "dedup", params: { field: "txId", ttlMs: "10m" } },
+      { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+      { id: "velocity", type: "velocity", params: { threshold: 4, windowMs: "5m", idField: "txId" } },
+      sink("alerts"),
+      sink("dupes"),
+      sink("late"),
+    ],
+    edges: [
+      { from: "payments", to: "dedup" },
+      { from: "dedup", to: "byCard" },
+      { from: "byCard", to: "velocity" },
+      { from: "velocity", to: "alerts" },
+      { from: "dedup:duplicates", to: "dupes" },
+      { from: "velocity:late", to: "late" },
+    ],
+  };
+}
