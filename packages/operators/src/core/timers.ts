@@ -17,8 +17,12 @@ export interface DueTimer {
 const DEFAULT_NS = "";
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Buckets up to this size are deduplicated by a scan, with no hash set. */
-const SCAN_UP_TO = 8;
+/**
+ * Buckets up to this size are deduplicated and searched by a scan, with no hash set: a scan of
+ * a few cache lines of pointers beats building a set for the ~20 timers a millisecond holds when
+ * session windows move their timer on every record.
+ */
+const SCAN_UP_TO = 32;
 
 /**
  * The timers of one time: (key, namespace) pairs in two parallel append-only arrays, with no hash
@@ -147,7 +151,24 @@ class Bucket {
     if (!(index.get(ns)?.delete(key) ?? false)) return false;
     this.sorted = false; // a dead entry stays in the arrays until they are read in order
     this.count--;
+    // Timers that move on every record (sessions) leave mostly dead entries: compact them away.
+    if (this.keys.length > 2 * this.count + SCAN_UP_TO) this.compact(index);
     return true;
+  }
+
+  /** Drops the dead entries (keeps the index and the arrays' relative order). */
+  private compact(index: Map<string, Set<Key>>): void {
+    const keys: Key[] = [];
+    const nss: string[] | undefined = this.nss === undefined ? undefined : [];
+    for (let i = 0; i < this.keys.length; i++) {
+      const k = this.keys[i] as Key;
+      const ns = this.nsAt(i);
+      if (!(index.get(ns)?.has(k) ?? false)) continue;
+      keys.push(k);
+      nss?.push(ns);
+    }
+    this.keys = keys;
+    this.nss = nss;
   }
 
   /** Drops dead and repeated entries and sorts the arrays by (key, namespace). */
