@@ -9,7 +9,7 @@
 import { initTRPC, TRPCError } from "@trpc/server";
 import superjson from "superjson";
 import { z } from "zod";
-import { appendAuditEvent, type AuditInput, type Db, type UserRole } from "@keyflow/db";
+import { appendAuditEvent, type AuditInput, type Db, type Prisma, type UserRole } from "@keyflow/db";
 import { serviceUser } from "./auth/bootstrap";
 import { hasRole, type SessionUser } from "./auth/roles";
 import { resolveSession, sessionTokenFrom } from "./auth/session";
@@ -65,8 +65,11 @@ export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure;
 
-/** Records an audit event as the signed-in user (who and when are filled in). */
-export type AuditRecorder = (event: Omit<AuditInput, "actor">) => Promise<void>;
+/**
+ * Records an audit event as the signed-in user (who and when are filled in). Given the transaction
+ * of the change it records (`prisma.$transaction(async (tx) => …)`), both commit or neither does.
+ */
+export type AuditRecorder = (event: Omit<AuditInput, "actor">, tx?: Prisma.TransactionClient) => Promise<void>;
 
 function requireRole(needed: UserRole | null) {
   return t.middleware(async ({ ctx, next, path }) => {
@@ -75,8 +78,8 @@ function requireRole(needed: UserRole | null) {
     if (needed !== null && !hasRole(user.role, needed)) {
       throw new TRPCError({ code: "FORBIDDEN", message: `${path} needs the ${needed} role; ${user.email} is an ${user.role}` });
     }
-    const audit: AuditRecorder = async (event) => {
-      await appendAuditEvent((await ctx.db()).prisma, { ...event, actor: user.email });
+    const audit: AuditRecorder = async (event, tx) => {
+      await appendAuditEvent(tx ?? (await ctx.db()).prisma, { ...event, actor: user.email });
     };
     return next({ ctx: { user, audit } });
   });

@@ -166,6 +166,13 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "role_change", subjectId: ada.id } });
     expect(event).toMatchObject({ actor: "root@bank.test", reason: "covers for Pat", details: { email: "ada@bank.test", before: "analyst", after: "approver" } });
     await call("mutation", "users.setRole", { userId: ada.id, role: "analyst" }, { as: "admin" });
+    // The only admin cannot step down, and the refused change leaves no record.
+    const root = await db.prisma.user.findUniqueOrThrow({ where: { email: "root@bank.test" } });
+    const before = await db.prisma.auditEvent.count();
+    const stepDown = await call("mutation", "users.setRole", { userId: root.id, role: "analyst" }, { as: "admin" });
+    expect(codeOf(stepDown.body)).toBe("PRECONDITION_FAILED");
+    expect((await db.prisma.user.findUniqueOrThrow({ where: { id: root.id } })).role).toBe("admin");
+    expect(await db.prisma.auditEvent.count()).toBe(before);
   });
 
   it("refuses a cross-site form post, a text/plain post, a JSON post without the CSRF header and a foreign Origin", async () => {

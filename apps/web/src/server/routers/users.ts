@@ -23,9 +23,13 @@ export const usersRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
       try {
-        const user = await prisma.user.create({ data: { email: input.email, name: input.name, role: input.role, passwordHash: await hashPassword(input.password) }, select: publicUser });
-        await ctx.audit({ action: "user_create", subjectType: "user", subjectId: user.id, details: { email: user.email, name: user.name, role: user.role } });
-        return user;
+        const passwordHash = await hashPassword(input.password);
+        // The account and its audit record commit together (so for every change below).
+        return await prisma.$transaction(async (tx) => {
+          const user = await tx.user.create({ data: { email: input.email, name: input.name, role: input.role, passwordHash }, select: publicUser });
+          await ctx.audit({ action: "user_create", subjectType: "user", subjectId: user.id, details: { email: user.email, name: user.name, role: user.role } }, tx);
+          return user;
+        });
       } catch (error) {
         if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") throw new TRPCError({ code: "CONFLICT", message: `a user with email ${input.email} already exists` });
         throw error;
@@ -37,10 +41,14 @@ export const usersRouter = createTRPCRouter({
     const prisma = (await ctx.db()).prisma;
     const row = await prisma.user.findUnique({ where: { id: ctx.user.id }, select: { passwordHash: true } });
     if (!row || !(await verifyPassword(row.passwordHash, input.currentPassword))) throw new TRPCError({ code: "FORBIDDEN", message: "the current password is wrong" });
-    await prisma.user.update({ where: { id: ctx.user.id }, data: { passwordHash: await hashPassword(input.newPassword) } });
-    const ended = await prisma.session.deleteMany({ where: { userId: ctx.user.id, ...(ctx.sessionToken ? { tokenHash: { not: hashSessionToken(ctx.sessionToken) } } : {}) } });
-    await ctx.audit({ action: "password_change", subjectType: "user", subjectId: ctx.user.id, details: { email: ctx.user.email, by: "self", sessionsEnded: ended.count } });
-    return { ok: true, sessionsEnded: ended.count };
+    const passwordHash = await hashPassword(input.newPassword);
+    const sessionsEnded = await prisma.$transaction(async (tx) => {
+      await tx.user.update({ where: { id: ctx.user.id }, data: { passwordHash } });
+      const ended = await tx.session.deleteMany({ where: { userId: ctx.user.id, ...(ctx.sessionToken ? { tokenHash: { not: hashSessionToken(ctx.sessionToken) } } : {}) } });
+      await ctx.audit({ action: "password_change", subjectType: "user", subjectId: ctx.user.id, details: { email: ctx.user.email, by: "self", sessionsEnded: ended.count } }, tx);
+      return ended.count;
+    });
+    return { ok: true, sessionsEnded };
   }),
 
   /** An admin sets someone's password (a forgotten one): every session of theirs ends. */
@@ -48,22 +56,30 @@ export const usersRouter = createTRPCRouter({
     const prisma = (await ctx.db()).prisma;
     const user = await prisma.user.findUnique({ where: { id: input.userId }, select: { id: true, email: true } });
     if (!user) throw notFound("user", input.userId);
-    await prisma.user.update({ where: { id: user.id }, data: { passwordHash: await hashPassword(input.newPassword) } });
-    const ended = await prisma.session.deleteMany({ where: { userId: user.id } });
-    await ctx.audit({ action: "password_change", subjectType: "user", subjectId: user.id, details: { email: user.email, by: "admin", sessionsEnded: ended.count }, reason: input.reason ?? null });
-    return { ok: true, sessionsEnded: ended.count };
+    const passwordHash = await hashPassword(input.newPassword);
+    const sessionsEnded = await prisma.$transaction(async (tx) => {
+      await tx.user.update({ where: { id: user.id }, data: { passwordHash } });
+      const ended = await tx.session.deleteMany({ where: { userId: user.id } });
+      await ctx.audit({ action: "password_change", subjectType: "user", subjectId: user.id, details: { email: user.email, by: "admin", sessionsEnded: ended.count }, reason: input.reason ?? null }, tx);
+      return ended.count;
+    });
+    return { ok: true, sessionsEnded };
   }),
 
   setRole: adminProcedure.input(z.object({ userId: z.string().min(1), role, reason: z.string().trim().max(2_000).optional() })).mutation(async ({ ctx, input }) => {
     const prisma = (await ctx.db()).prisma;
-    const before = await prisma.user.findUnique({ where: { id: input.userId }, select: { email: true, role: true } });
-    if (!before) throw notFound("user", input.userId);
-    // The last admin cannot step down: nobody could manage accounts afterwards.
-    if (before.role === "admin" && input.role !== "admin" && (await prisma.user.count({ where: { role: "admin" } })) <= 1) {
-      throw new TRPCError({ code: "PRECONDITION_FAILED", message: `${before.email} is the only admin; make someone else admin first` });
-    }
-    const user = await prisma.user.update({ where: { id: input.userId }, data: { role: input.role }, select: publicUser });
-    await ctx.audit({ action: "role_change", subjectType: "user", subjectId: user.id, details: { email: user.email, before: before.role, after: user.role }, reason: input.reason ?? null });
-    return user;
+    return prisma.$transaction(async (tx) => {
+      // The admins' rows are locked: two admins demoting each other at once cannot leave none.
+      const admins = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM users WHERE role = 'admin' FOR UPDATE`;
+      const before = await tx.user.findUnique({ where: { id: input.userId }, select: { email: true, role: true } });
+      if (!before) throw notFound("user", input.userId);
+      // The last admin cannot step down: nobody could manage accounts afterwards.
+      if (before.role === "admin" && input.role !== "admin" && admins.length <= 1) {
+        throw new TRPCError({ code: "PRECONDITION_FAILED", message: `${before.email} is the only admin; make someone else admin first` });
+      }
+      const user = await tx.user.update({ where: { id: input.userId }, data: { role: input.role }, select: publicUser });
+      await ctx.audit({ action: "role_change", subjectType: "user", subjectId: user.id, details: { email: user.email, before: before.role, after: user.role }, reason: input.reason ?? null }, tx);
+      return user;
+    });
   }),
 });
