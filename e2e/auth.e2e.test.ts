@@ -125,6 +125,27 @@ describe("signing in, and the audit trail in the web app", () => {
     expect(lines[1]).toContain("Large payments");
   });
 
+  it("keeps the users page to admins; an admin changes a role there, on the record", async () => {
+    // The analyst is sent back to the designer.
+    await browser.page.goto(`${app.url}/users`, { waitUntil: "domcontentloaded" });
+    await expect.poll(() => new URL(browser.page.url()).pathname).toBe("/");
+    const admin = await launchBrowser({ signIn: "admin", role: "admin" });
+    try {
+      await admin.page.goto(`${app.url}/users`, { waitUntil: "domcontentloaded" });
+      const row = admin.page.getByTestId(`user-row-${e2eEmail(analyst)}`);
+      await row.waitFor({ timeout: 20_000 });
+      await row.locator("select").selectOption("approver");
+      await expect.poll(async () => (await apiClient(app.url, "admin", "admin").users.list.query()).find((u) => u.email === e2eEmail(analyst))?.role, { timeout: 20_000 }).toBe("approver");
+      await admin.page.screenshot({ path: artifactPath("auth-users-page.png") });
+      const changes = await apiClient(app.url, "admin", "admin").audit.list.query({ action: "role_change" });
+      expect(changes.events[0]).toMatchObject({ actor: "admin@e2e.keyflow.test", details: { email: e2eEmail(analyst), before: "analyst", after: "approver" } });
+      await row.locator("select").selectOption("analyst");
+      await expect.poll(async () => (await apiClient(app.url, "admin", "admin").users.list.query()).find((u) => u.email === e2eEmail(analyst))?.role, { timeout: 20_000 }).toBe("analyst");
+    } finally {
+      await admin.close();
+    }
+  });
+
   it("signs out: the session is gone and the designer asks to sign in again", async () => {
     const { page } = browser;
     await page.goto(app.url, { waitUntil: "domcontentloaded" });
