@@ -51,6 +51,10 @@ export const AUDIT_ACTIONS = [
   "save_version",
   "deploy",
   "stop",
+  // Job controls of a running deployment (the Operations tab).
+  "savepoint",
+  "restore",
+  "rescale",
   "user_create",
   "role_change",
   "password_change",

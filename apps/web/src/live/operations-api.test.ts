@@ -1,15 +1,10 @@
 // deployment.liveMetrics / checkpoints / stop through the tRPC caller, on an in-memory PGlite and a
 // fake runner speaking the runner's job API (POST /jobs, GET /jobs/:id, /checkpoints, the metrics
 // SSE stream, DELETE).
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TRPCError } from "@trpc/server";
-import { createDb, migrate, type Db } from "@keyflow/db";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
-import { createCaller } from "../server/root";
-import { createContext } from "../server/trpc";
-import { asUser } from "../server/auth/test-user";
+import { fakeRunnerApi, type FakeRunnerApi } from "./fake-runner-api";
 
 const doc = (name: string): PipelineDocumentInput => ({
   format: PIPELINE_FORMAT,
@@ -23,17 +18,13 @@ const doc = (name: string): PipelineDocumentInput => ({
 });
 
 describe("deployment operations", () => {
-  let db: Db;
-  let runner: http.Server;
-  let api: ReturnType<typeof createCaller>;
-  let runnerUrl = "";
+  let fake: FakeRunnerApi;
+  let api: FakeRunnerApi["api"];
   let stopped = false;
   const t0 = Date.parse("2026-06-01T09:00:00Z");
 
   beforeAll(async () => {
-    db = createDb({ dataDir: ":memory:" });
-    await migrate(db);
-    runner = http.createServer((req, res) => {
+    fake = await fakeRunnerApi((req, res) => {
       const json = (status: number, body: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
       const url = req.url ?? "";
       if (req.method === "POST" && url === "/jobs") {
@@ -64,26 +55,17 @@ describe("deployment operations", () => {
       }
       return json(200, { id: "job-1", status: stopped ? "stopped" : "running", failure: null, restarts: 0 });
     });
-    await new Promise<void>((r) => runner.listen(0, "127.0.0.1", r));
-    runnerUrl = `http://127.0.0.1:${(runner.address() as AddressInfo).port}`;
-    api = createCaller(createContext({ headers: new Headers() }, { ...asUser("tester"), db: async () => db, env: { runnerUrl } }));
+    api = fake.api;
   }, 60_000);
 
-  afterAll(async () => {
-    runner?.close();
-    await db?.close();
-  });
+  afterAll(() => fake?.close());
 
-  async function deploy(name: string) {
-    const { id } = await api.pipeline.create({ name, graph: doc(name) });
-    const { version } = await api.pipeline.saveVersion({ pipelineId: id, graph: doc(name), message: "go" });
-    return api.deployment.deploy({ versionId: version.id });
-  }
+  const deploy = (name: string) => fake.deploy(doc(name));
 
   it("relays the runner's stream with rates computed from successive counters", async () => {
     const deployment = await deploy("ops-live");
     const controller = new AbortController();
-    const subscriber = createCaller(createContext({ headers: new Headers() }, { ...asUser("tester"), db: async () => db, env: { runnerUrl } }), { signal: controller.signal });
+    const subscriber = fake.callerWith(controller.signal);
     const stream = await subscriber.deployment.liveMetrics({ deploymentId: deployment.id });
     const seen: { rate: number; interval: number; watermark: number | null }[] = [];
     for await (const m of stream) {
@@ -111,7 +93,7 @@ describe("deployment operations", () => {
     const deployment = await deploy("ops-stop");
     const result = await api.deployment.stop({ deploymentId: deployment.id });
     expect(result).toMatchObject({ jobStatus: "stopped", finalCheckpoint: { id: 3 }, deployment: { id: deployment.id, status: "stopped" } });
-    const row = await db.prisma.deployment.findUniqueOrThrow({ where: { id: deployment.id } });
+    const row = await fake.db.prisma.deployment.findUniqueOrThrow({ where: { id: deployment.id } });
     expect(row.status).toBe("stopped");
     expect(row.stoppedAt).not.toBeNull();
   });

@@ -24,7 +24,28 @@ export class RunnerError extends Error {
   override name = "RunnerError";
 }
 
-export async function submitJob(runnerUrl: string, body: { deploymentId: string; pipeline: PipelineDocument }): Promise<SubmittedJob> {
+const refusalSchema = z.object({ error: z.string(), issues: z.array(z.string()).optional() });
+
+/** The runner's error body (`{ error, issues? }`), when the answer is one. */
+function runnerRefusal(text: string): { error: string; issues: string[] } | null {
+  try {
+    const parsed = refusalSchema.safeParse(JSON.parse(text));
+    return parsed.success ? { error: parsed.data.error, issues: parsed.data.issues ?? [] } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Where a job starts (a restore, or the second half of a rescale): see POST /jobs in apps/runner/README.md. */
+export interface JobStart {
+  /** A checkpoint or savepoint folder on the runner. */
+  restoreFrom?: string;
+  /** Overrides the pipeline's settings.parallelism. */
+  parallelism?: number;
+  allowNonRestoredState?: boolean;
+}
+
+export async function submitJob(runnerUrl: string, body: { deploymentId: string; pipeline: PipelineDocument } & JobStart): Promise<SubmittedJob> {
   let response: Response;
   try {
     response = await fetch(`${runnerUrl}/jobs`, {
@@ -39,6 +60,11 @@ export async function submitJob(runnerUrl: string, body: { deploymentId: string;
   }
   const text = await response.text();
   if (!response.ok) {
+    // A 4xx names what is wrong (the nodes whose state does not fit a restore, say): kept as issues.
+    const refusal = runnerRefusal(text);
+    if (refusal && response.status >= 400 && response.status < 500) {
+      throw new RunnerRefusedError(response.status, `the runner refused the job: ${[refusal.error, ...refusal.issues].join("; ")}`, refusal.issues);
+    }
     throw new RunnerError(`the runner refused the job: HTTP ${response.status} ${text.slice(0, 500)}`);
   }
   let json: unknown;
@@ -200,6 +226,8 @@ export const runnerCheckpointsSchema = z.object({
       alignmentMs: z.number().optional(),
       incrementalBytes: z.number().optional(),
       failure: z.string().optional(),
+      /** The checkpoint's folder on the runner (absent when the job keeps no checkpoints): a restore starts from it. */
+      path: z.string().optional(),
     }),
   ),
 });
@@ -297,4 +325,40 @@ export async function* streamJobMetrics(runnerUrl: string, jobId: string, signal
       // a malformed event is skipped; the next one comes within a second
     }
   }
+}
+
+// ---- Job controls: savepoints, stop with a savepoint ----------------------------------------------
+
+/** A savepoint waits for a checkpoint to commit; a stop with one also drains the job. */
+const SAVEPOINT_TIMEOUT_MS = 120_000;
+
+/** A 4xx/409 answer of a job control, with the runner's reason (and issues) in the message. */
+async function controlJson(response: Response, what: string): Promise<unknown> {
+  if (response.ok || response.status === 404) return jsonOf(response, what);
+  const text = await response.text();
+  const refusal = runnerRefusal(text);
+  if (refusal && response.status >= 400 && response.status < 500) throw new RunnerRefusedError(response.status, `${what}: ${[refusal.error, ...refusal.issues].join("; ")}`, refusal.issues);
+  throw new RunnerError(`${what} failed on the runner: HTTP ${response.status} ${text.slice(0, 300)}`);
+}
+
+const savepointAnswerSchema = z.object({ jobId: z.string(), path: z.string().min(1) });
+
+/** POST /jobs/:id/savepoint: a checkpoint now, kept as a savepoint folder; resolves with its path. */
+export async function savepointJob(runnerUrl: string, jobId: string): Promise<string> {
+  const what = `POST /jobs/${jobId}/savepoint`;
+  const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}/savepoint`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}", timeoutMs: SAVEPOINT_TIMEOUT_MS });
+  const parsed = savepointAnswerSchema.safeParse(await controlJson(response, what));
+  if (!parsed.success) throw new RunnerError(`unexpected savepoint answer from the runner: ${z.prettifyError(parsed.error)}`);
+  return parsed.data.path;
+}
+
+const stoppedWithSavepointSchema = runnerJobSchema.extend({ savepointPath: z.string().min(1) });
+
+/** POST /jobs/:id/stop?savepoint=true: a graceful stop whose final checkpoint is kept as a savepoint. */
+export async function stopJobWithSavepoint(runnerUrl: string, jobId: string): Promise<RunnerJob & { savepointPath: string }> {
+  const what = `POST /jobs/${jobId}/stop?savepoint=true`;
+  const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}/stop?savepoint=true`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}", timeoutMs: SAVEPOINT_TIMEOUT_MS });
+  const parsed = stoppedWithSavepointSchema.safeParse(await controlJson(response, what));
+  if (!parsed.success) throw new RunnerError(`unexpected stop answer from the runner: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
 }

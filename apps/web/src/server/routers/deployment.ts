@@ -3,7 +3,8 @@ import { z } from "zod";
 import { hasRole } from "../auth/roles";
 import { deployVersion } from "../services/deployments";
 import { approvedPromotion } from "../services/promotions";
-import { deploymentCheckpoints, keyState, liveMetrics, nodeTaps, stopDeployment, throttleSink } from "../services/operations";
+import { deploymentCheckpoints, keyState, liveMetrics, nodeTaps, recentControls, replaceDeployment, savepointDeployment, stopDeployment, throttleSink } from "../services/operations";
+import type { RestoreSource } from "../services/operations";
 import { analystProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const deploymentInput = z.object({ deploymentId: z.string().min(1) });
@@ -35,6 +36,28 @@ export const deploymentRouter = createTRPCRouter({
   throttle: analystProcedure
     .input(deploymentInput.extend({ nodeId: z.string().min(1), recordsPerSecond: z.number().min(0.1).max(1_000_000).nullable() }))
     .mutation(async ({ ctx, input }) => throttleSink((await ctx.db()).prisma, ctx.env.runnerUrl, input)),
+  /** Job controls in progress and done (steps, result or error), newest first: the Operations tab polls it. */
+  controls: authedProcedure.input(z.object({ pipelineId: z.string().min(1) })).query(({ input }) => recentControls(input.pipelineId)),
+  /** A savepoint of the running job (it keeps running); the result names the folder. */
+  savepoint: analystProcedure.input(deploymentInput.extend({ reason: z.string().trim().max(2_000).optional() })).mutation(async ({ ctx, input }) => {
+    const result = await savepointDeployment((await ctx.db()).prisma, ctx.env.runnerUrl, input.deploymentId);
+    await ctx.audit({ action: "savepoint", subjectType: "deployment", subjectId: input.deploymentId, details: { pipelineId: result.pipelineId, path: result.path }, reason: input.reason ?? null });
+    return result;
+  }),
+  /** Stop with a savepoint, then the same version again from a kept checkpoint or a savepoint folder, optionally at another parallelism. */
+  restore: analystProcedure
+    .input(
+      deploymentInput.extend({
+        from: z.union([z.object({ checkpointId: z.number().int().nonnegative() }), z.object({ savepointPath: z.string().trim().min(1).max(1_000) })]),
+        parallelism: z.number().int().min(1).max(32_768).optional(),
+        reason: z.string().trim().max(2_000).optional(),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => replaceAudited(ctx, { deploymentId: input.deploymentId, kind: "restore", from: input.from, parallelism: input.parallelism, reason: input.reason })),
+  /** Change parallelism through a savepoint: stop with a savepoint, deploy from it at the new parallelism. */
+  rescale: analystProcedure
+    .input(deploymentInput.extend({ parallelism: z.number().int().min(1).max(32_768), reason: z.string().trim().max(2_000).optional() }))
+    .mutation(async ({ ctx, input }) => replaceAudited(ctx, { deploymentId: input.deploymentId, kind: "rescale", from: null, parallelism: input.parallelism, reason: input.reason })),
   stop: analystProcedure.input(deploymentInput.extend({ reason: z.string().trim().max(2_000).optional() })).mutation(async ({ ctx, input }) => {
     const prisma = (await ctx.db()).prisma;
     const result = await stopDeployment(prisma, ctx.env.runnerUrl, input.deploymentId);
@@ -43,3 +66,41 @@ export const deploymentRouter = createTRPCRouter({
     return result;
   }),
 });
+
+type ControlCtx = Parameters<Parameters<typeof analystProcedure.mutation>[0]>[0]["ctx"];
+
+/** Restore and rescale, audited whether they succeed or not: either way the job was stopped and redeployed. */
+async function replaceAudited(
+  ctx: ControlCtx,
+  input: { deploymentId: string; kind: "restore" | "rescale"; from: RestoreSource | null; parallelism: number | undefined; reason: string | undefined },
+) {
+  const prisma = (await ctx.db()).prisma;
+  try {
+    const result = await replaceDeployment(prisma, ctx.env.runnerUrl, { ...input, mayEnforce: hasRole(ctx.user.role, "approver") });
+    await ctx.audit({
+      action: input.kind,
+      subjectType: "deployment",
+      subjectId: input.deploymentId,
+      details: { pipelineId: result.pipelineId, from: input.from ?? { savepointPath: result.savepointPath }, savepointPath: result.savepointPath, parallelism: result.parallelism, newDeploymentId: result.deployment.id, status: "succeeded" },
+      reason: input.reason ?? null,
+    });
+    return result;
+  } catch (error) {
+    const run = error instanceof TRPCError && error.code === "FORBIDDEN" ? undefined : await latestRunOf(prisma, input.deploymentId);
+    if (run && run.deploymentId === input.deploymentId && run.status === "failed") {
+      await ctx.audit({
+        action: input.kind,
+        subjectType: "deployment",
+        subjectId: input.deploymentId,
+        details: { pipelineId: run.pipelineId, from: input.from, savepointPath: run.savepointPath, parallelism: input.parallelism ?? null, newDeploymentId: run.newDeploymentId, status: "failed", error: run.error, issues: run.issues },
+        reason: input.reason ?? null,
+      });
+    }
+    throw error;
+  }
+}
+
+async function latestRunOf(prisma: Awaited<ReturnType<ControlCtx["db"]>>["prisma"], deploymentId: string) {
+  const row = await prisma.deployment.findUnique({ where: { id: deploymentId }, select: { pipelineId: true } });
+  return row ? recentControls(row.pipelineId)[0] : undefined;
+}

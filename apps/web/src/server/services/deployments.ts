@@ -6,7 +6,7 @@ import type { DeploymentMode, DeploymentStatus, PrismaClient } from "@keyflow/db
 import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn } from "../json";
 import { pipelineForMode } from "./deployment-mode";
-import { RunnerError, submitJob } from "../runner-client";
+import { RunnerError, RunnerRefusedError, submitJob, type JobStart } from "../runner-client";
 
 /** The runner's job status in the Deployment's vocabulary (a job it accepted is starting or running). */
 function deploymentStatus(runnerStatus: string | undefined): DeploymentStatus {
@@ -21,7 +21,8 @@ function deploymentStatus(runnerStatus: string | undefined): DeploymentStatus {
   }
 }
 
-export async function deployVersion(prisma: PrismaClient, runnerUrl: string, input: { versionId: string; mode: DeploymentMode }) {
+/** Deploys a version; `start` restores it from a checkpoint or savepoint, at another parallelism (restore, rescale). */
+export async function deployVersion(prisma: PrismaClient, runnerUrl: string, input: { versionId: string; mode: DeploymentMode; start?: JobStart }) {
   const version = await prisma.pipelineVersion.findUnique({
     where: { id: input.versionId },
     select: { id: true, number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } },
@@ -37,7 +38,7 @@ export async function deployVersion(prisma: PrismaClient, runnerUrl: string, inp
     select: { id: true },
   });
   try {
-    const job = await submitJob(runnerUrl, { deploymentId: deployment.id, pipeline });
+    const job = await submitJob(runnerUrl, { deploymentId: deployment.id, pipeline, ...input.start });
     return await prisma.deployment.update({
       where: { id: deployment.id },
       data: { runnerJobId: job.jobId, status: deploymentStatus(job.status) },
@@ -45,6 +46,10 @@ export async function deployVersion(prisma: PrismaClient, runnerUrl: string, inp
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", failureReason: reason, stoppedAt: new Date() } });
+    // Refused (state that does not fit a restore, a parallelism above maxParallelism): the runner's reason names the nodes.
+    if (error instanceof RunnerRefusedError) {
+      throw new TRPCError({ code: "BAD_REQUEST", message: `deployment ${deployment.id} refused: ${reason}`, cause: error });
+    }
     if (error instanceof RunnerError) {
       throw new TRPCError({ code: "BAD_GATEWAY", message: `deployment ${deployment.id} failed: ${reason}`, cause: error });
     }

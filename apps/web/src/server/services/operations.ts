@@ -7,7 +7,9 @@ import { pipelineSettingsSchema } from "@keyflow/operators";
 import type { PrismaClient } from "@keyflow/db";
 import { runnerSnapshotSchema, toLiveMetrics, type LiveMetrics, type RunnerSnapshot } from "../../live/metrics";
 import { notFound } from "../errors";
-import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, stopJob, streamJobMetrics } from "../runner-client";
+import { JobControlBusyError, jobControls, type JobControlKind, type JobControlRegistry, type JobControlRun } from "../../live/job-controls";
+import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, savepointJob, stopJob, stopJobWithSavepoint, streamJobMetrics } from "../runner-client";
+import { deployVersion } from "./deployments";
 
 async function findDeployment(prisma: PrismaClient, deploymentId: string) {
   const row = await prisma.deployment.findUnique({
@@ -67,7 +69,9 @@ export async function deploymentCheckpoints(prisma: PrismaClient, runnerUrl: str
   const deployment = await findDeployment(prisma, deploymentId);
   const graph = deployment.version.graph as { settings?: unknown } | null;
   const settings = pipelineSettingsSchema.safeParse(graph?.settings ?? {});
-  const { checkpointIntervalMs, checkpointTimeoutMs } = settings.success ? settings.data : pipelineSettingsSchema.parse({});
+  const { checkpointIntervalMs, checkpointTimeoutMs, retainedCheckpoints, parallelism, maxParallelism } = settings.success ? settings.data : pipelineSettingsSchema.parse({});
+  // A restore first stops the job with a savepoint, whose final checkpoint drops the oldest kept one.
+  const restorableCount = Math.max(1, retainedCheckpoints - 1);
   try {
     const [job, history] = await Promise.all([getJob(runnerUrl, deployment.runnerJobId), getJobCheckpoints(runnerUrl, deployment.runnerJobId)]);
     return {
@@ -79,8 +83,11 @@ export async function deploymentCheckpoints(prisma: PrismaClient, runnerUrl: str
       restarts: job.restarts ?? 0,
       checkpointIntervalMs,
       checkpointTimeoutMs,
+      /** What the job runs at: a rescale's parallelism, else the version's settings. */
+      parallelism: jobControls().parallelism(deploymentId) ?? parallelism,
+      maxParallelism,
       /** Newest first. */
-      checkpoints: history.checkpoints.map((c) => ({
+      checkpoints: history.checkpoints.map((c, i) => ({
         id: c.id,
         status: c.status ?? "completed",
         triggeredAt: c.triggeredAt,
@@ -88,6 +95,8 @@ export async function deploymentCheckpoints(prisma: PrismaClient, runnerUrl: str
         stateBytes: c.stateBytes,
         ...(c.alignmentMs !== undefined ? { alignmentMs: c.alignmentMs } : {}),
         ...(c.failure !== undefined ? { failure: c.failure } : {}),
+        /** Still on the runner's disk when a restore from it starts (see restorableCount). */
+        restorable: c.path !== undefined && i < restorableCount,
       })),
     };
   } catch (error) {
@@ -209,4 +218,153 @@ export async function keyState(prisma: PrismaClient, runnerUrl: string, input: {
   const parsed = keyStateViewSchema.safeParse(json);
   if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected state answer from the runner: ${z.prettifyError(parsed.error)}` });
   return { deploymentId: input.deploymentId, nodeId: input.nodeId, key: input.key, state: parsed.data };
+}
+
+// ---- Job controls: savepoint, restore, rescale ------------------------------------------------------
+// Each runs on the server, step by step, into the job-control registry (the Operations tab polls
+// deployment.controls for the steps). Restore and rescale replace the deployment: stop with a
+// savepoint, deploy the same version again from the chosen state; if the runner refuses that (state
+// that does not fit, a parallelism above maxParallelism), the job goes back to running from the
+// savepoint at its old parallelism, and the refusal reaches the caller with the nodes it names.
+
+async function controlTarget(prisma: PrismaClient, deploymentId: string) {
+  const row = await prisma.deployment.findUnique({
+    where: { id: deploymentId },
+    select: { id: true, status: true, runnerJobId: true, pipelineId: true, versionId: true, mode: true, version: { select: { number: true, graph: true } } },
+  });
+  if (!row) throw notFound("deployment", deploymentId);
+  if (row.status !== "running" || !row.runnerJobId) throw new TRPCError({ code: "PRECONDITION_FAILED", message: `deployment ${deploymentId} is ${row.status}; job controls need a running deployment` });
+  const graph = row.version.graph as { settings?: unknown } | null;
+  const parsed = pipelineSettingsSchema.safeParse(graph?.settings ?? {});
+  const settings = parsed.success ? parsed.data : pipelineSettingsSchema.parse({});
+  return { ...row, runnerJobId: row.runnerJobId, settings };
+}
+
+function startRun(registry: JobControlRegistry, pipelineId: string, kind: JobControlKind, deploymentId: string): JobControlRun {
+  try {
+    return registry.start(pipelineId, kind, deploymentId);
+  } catch (error) {
+    if (error instanceof JobControlBusyError) throw new TRPCError({ code: "CONFLICT", message: error.message });
+    throw error;
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The runner's issues behind an error (deployVersion wraps the runner's refusal in a TRPCError). */
+function issuesOf(error: unknown): string[] {
+  const cause = error instanceof TRPCError ? error.cause : error;
+  return cause instanceof RunnerRefusedError ? [...cause.issues] : [];
+}
+
+function controlError(error: unknown, deploymentId: string): unknown {
+  if (error instanceof RunnerRefusedError) return new TRPCError({ code: error.status === 409 ? "CONFLICT" : "BAD_REQUEST", message: error.message, cause: error });
+  return runnerTrouble(error, deploymentId);
+}
+
+/** A savepoint of the running job; the job keeps running. */
+export async function savepointDeployment(prisma: PrismaClient, runnerUrl: string, deploymentId: string, registry: JobControlRegistry = jobControls()) {
+  const target = await controlTarget(prisma, deploymentId);
+  const run = startRun(registry, target.pipelineId, "savepoint", deploymentId);
+  try {
+    registry.step(run, "taking a savepoint (a checkpoint of every task, kept in its own folder)");
+    const path = await savepointJob(runnerUrl, target.runnerJobId);
+    run.savepointPath = path;
+    registry.succeed(run, `savepoint written: ${path}`);
+    return { run: { ...run }, pipelineId: target.pipelineId, path };
+  } catch (error) {
+    registry.fail(run, messageOf(error), issuesOf(error));
+    throw controlError(error, deploymentId);
+  }
+}
+
+export type RestoreSource = { checkpointId: number } | { savepointPath: string };
+
+/**
+ * Restore (from a listed checkpoint or a savepoint folder) or rescale (from a savepoint taken now),
+ * optionally at another parallelism. `mayEnforce`: whether the caller may (re)deploy a non-shadow mode.
+ */
+export async function replaceDeployment(
+  prisma: PrismaClient,
+  runnerUrl: string,
+  input: { deploymentId: string; kind: "restore" | "rescale"; from: RestoreSource | null; parallelism?: number | undefined; mayEnforce: boolean },
+  registry: JobControlRegistry = jobControls(),
+) {
+  const target = await controlTarget(prisma, input.deploymentId);
+  if (target.mode !== "shadow" && !input.mayEnforce) {
+    throw new TRPCError({ code: "FORBIDDEN", message: `deployment ${target.id} runs in ${target.mode} mode; redeploying it (restore, rescale) needs the approver role` });
+  }
+  const current = registry.parallelism(target.id) ?? target.settings.parallelism;
+  const parallelism = input.parallelism ?? current;
+  // Refused before the job is touched: the runner would refuse it after the stop.
+  if (parallelism > target.settings.maxParallelism) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `parallelism ${parallelism} is above the pipeline's maxParallelism ${target.settings.maxParallelism} (the number of key groups)` });
+  }
+  if (input.kind === "rescale" && parallelism === current) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `deployment ${target.id} already runs at parallelism ${current}` });
+  }
+  let chosen: { path: string; label: string } | null = null;
+  if (input.from && "checkpointId" in input.from) {
+    const id = input.from.checkpointId;
+    const history = await getJobCheckpoints(runnerUrl, target.runnerJobId).catch((error: unknown) => {
+      throw runnerTrouble(error, target.id);
+    });
+    const checkpoint = history.checkpoints.find((c) => c.id === id);
+    if (!checkpoint?.path) throw new TRPCError({ code: "BAD_REQUEST", message: `checkpoint ${id} is not among the kept checkpoints of deployment ${target.id} (the runner keeps the last ${target.settings.retainedCheckpoints}); pick a newer one` });
+    chosen = { path: checkpoint.path, label: `checkpoint ${id}` };
+  } else if (input.from) {
+    chosen = { path: input.from.savepointPath, label: `savepoint ${input.from.savepointPath}` };
+  }
+
+  const run = startRun(registry, target.pipelineId, input.kind, target.id);
+  const redeploy = async (restoreFrom: string, at: number) => {
+    const deployment = await deployVersion(prisma, runnerUrl, { versionId: target.versionId, mode: target.mode, start: { restoreFrom, parallelism: at } });
+    registry.setParallelism(deployment.id, at);
+    run.newDeploymentId = deployment.id;
+    run.parallelism = at;
+    return deployment;
+  };
+
+  let savepoint: string;
+  try {
+    registry.step(run, `stopping deployment ${target.id} with a savepoint${input.kind === "restore" ? " (the way back if the restore is refused)" : ""}`);
+    const stopped = await stopJobWithSavepoint(runnerUrl, target.runnerJobId);
+    savepoint = stopped.savepointPath;
+    run.savepointPath = savepoint;
+    await prisma.deployment.update({ where: { id: target.id }, data: { status: "stopped", stoppedAt: new Date() } });
+    registry.step(run, `savepoint written: ${savepoint}`);
+    registry.step(run, `job stopped (deployment ${target.id})`);
+  } catch (error) {
+    registry.fail(run, messageOf(error), issuesOf(error));
+    throw controlError(error, target.id);
+  }
+
+  const from = chosen ?? { path: savepoint, label: "the savepoint" };
+  try {
+    registry.step(run, `deploying v${target.version.number} from ${from.label} at parallelism ${parallelism}`);
+    const deployment = await redeploy(from.path, parallelism);
+    if (deployment.status !== "running") throw new TRPCError({ code: "BAD_GATEWAY", message: `the runner did not start deployment ${deployment.id} (${deployment.status})` });
+    registry.succeed(run, `restored at parallelism ${parallelism} from ${from.label}: deployment ${deployment.id} is running`);
+    return { run: { ...run }, pipelineId: target.pipelineId, deployment, savepointPath: savepoint, parallelism };
+  } catch (error) {
+    const reason = messageOf(error);
+    const issues = issuesOf(error);
+    registry.step(run, `refused: ${reason}`);
+    try {
+      registry.step(run, `going back: deploying from the savepoint at parallelism ${current}`);
+      const back = await redeploy(savepoint, current);
+      registry.step(run, `running again from the savepoint at parallelism ${current}: deployment ${back.id}`);
+    } catch (backError) {
+      registry.step(run, `the way back failed too: ${messageOf(backError)}; deploy a version from the History tab`);
+    }
+    registry.fail(run, reason, issues);
+    throw error instanceof TRPCError ? error : controlError(error, target.id);
+  }
+}
+
+/** The pipeline's recent job controls (newest first) with their steps, for the Operations tab. */
+export function recentControls(pipelineId: string, registry: JobControlRegistry = jobControls()): JobControlRun[] {
+  return registry.recent(pipelineId);
 }
