@@ -39,6 +39,13 @@ describe("pipelineForMode", () => {
     expect(kafkaTopics(pipelineForMode(one, "shadow"))).toEqual(["card-velocity.shadow"]);
   });
 
+  it("gives a shadow deployment its own dead-letter topic, so it never shares one with the enforcing version", () => {
+    expect(pipelineForMode(rule, "shadow").settings.deadLetterTopic).toBe("card-velocity.dlq.shadow");
+    const named = { ...rule, settings: { ...rule.settings, deadLetterTopic: "fraud.dlq" } };
+    expect(pipelineForMode(named, "shadow").settings.deadLetterTopic).toBe("fraud.dlq.shadow");
+    expect(pipelineForMode(named, "enforcing").settings.deadLetterTopic).toBe("fraud.dlq");
+  });
+
   it("leaves an enforcing deployment as it is", () => {
     expect(pipelineForMode(rule, "enforcing")).toBe(rule);
   });
