@@ -2,7 +2,8 @@
 // The side panel's "Operations" tab for a running deployment: the job's status, its checkpoints
 // (history from the runner with a chart of duration and size, the one in flight with each task's
 // acknowledgement, aborted ones with their reason, a warning past 80 % of the pipeline's timeout),
-// job controls (stop, with the result), and the Sources, Skew and node drill-down panels.
+// job controls (stop, savepoint, restore, change of parallelism, with their steps and result), and
+// the Sources, Skew and node drill-down panels.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { formatBytes, formatDuration } from "../../live/format";
 import { useTRPC } from "../../trpc/react";
@@ -10,6 +11,7 @@ import type { PipelineDetail } from "../../trpc/types";
 import { useLive } from "../live/LiveContext";
 import { checkpointNearTimeout, SLOW_CHECKPOINT_SHARE } from "../../live/operations";
 import { CheckpointChart } from "./CheckpointChart";
+import { JobControlProgress, JobControls } from "./JobControls";
 import { NodeDrillDown } from "./NodeDrillDown";
 import { SkewPanel } from "./SkewPanel";
 import { SourcesPanel } from "./SourcesPanel";
@@ -37,8 +39,9 @@ export function OperationsPanel({ pipeline, stopResult: stopped, onStopped: setS
           {stopped}
         </p>
       ) : null}
+      <JobControlProgress pipelineId={pipeline.id} />
       {deployment ? (
-        <DeploymentOperations key={deployment.id} deployment={deployment} versionNumber={versionNumber} onStopped={setStopped} />
+        <DeploymentOperations key={deployment.id} pipelineId={pipeline.id} deployment={deployment} versionNumber={versionNumber} onStopped={setStopped} />
       ) : (
         <p className="kf-ops__empty" data-testid="operations-empty">
           No running deployment of {pipeline.name}. Deploy a version from the History tab to see its checkpoints here.
@@ -48,7 +51,7 @@ export function OperationsPanel({ pipeline, stopResult: stopped, onStopped: setS
   );
 }
 
-function DeploymentOperations({ deployment, versionNumber, onStopped }: { deployment: Deployment; versionNumber: number | undefined; onStopped: (message: string) => void }) {
+function DeploymentOperations({ pipelineId, deployment, versionNumber, onStopped }: { pipelineId: string; deployment: Deployment; versionNumber: number | undefined; onStopped: (message: string) => void }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const live = useLive();
@@ -103,6 +106,7 @@ function DeploymentOperations({ deployment, versionNumber, onStopped }: { deploy
           </button>
           {stop.error ? <span className="kf-ops__error">{stop.error.message}</span> : null}
         </div>
+        <JobControls pipelineId={pipelineId} deploymentId={deployment.id} checkpoints={history} parallelism={data?.parallelism} maxParallelism={data?.maxParallelism} />
       </section>
 
       <section className="kf-ops__section" aria-label="Checkpoints">
