@@ -23,7 +23,8 @@ const run = randomBytes(4).toString("hex");
 const PAYMENTS = `sp-${run}-payments`;
 const EVENTS = 120_000;
 const CARDS = 1_000;
-const T0 = Date.UTC(2026, 0, 1);
+/** Recent event times: sink.kafka stamps messages with them, and the broker deletes (and rolls) by timestamp (24 h in `npm run services`). */
+const T0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 4 * 3_600_000;
 const kafka = new Kafka({ clientId: `keyflow-sp-${run}`, brokers: [...brokers], logLevel: logLevel.NOTHING });
 let admin: Admin;
 let service: RunnerService;

@@ -28,7 +28,8 @@ const PAYMENTS = `it-${run}-payments`;
 const ALERTS = `it-${run}-alerts`;
 const PIPELINE = `it-${run}-big`;
 const PARTITIONS = 3;
-const T0 = Date.UTC(2026, 0, 1);
+/** Recent event times: messages carry them, and the broker rolls and deletes by timestamp (24 h in `npm run services`). */
+const T0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 2 * 3_600_000;
 
 interface Sent {
   id: string;

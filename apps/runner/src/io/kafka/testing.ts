@@ -52,11 +52,13 @@ export async function requestJson<T>(baseUrl: string, method: string, url: strin
 
 /**
  * `events` payments into partition 0 of `topic` (created by the caller), event times rising 25 ms
- * apart over `cards` cards; every 40th payment is followed by a redelivered copy (same txId), which
+ * apart (ending an hour ago) over `cards` cards; every 40th payment is followed by a redelivered copy (same txId), which
  * a dedup node holds back. Sent 5 000 to a request, as a producer batching would.
  */
 export async function produceTestPayments(kafka: Kafka, topic: string, events: number, cards: number): Promise<void> {
-  const t0 = Date.UTC(2026, 0, 1);
+  // Event times end an hour ago: sink.kafka stamps messages with their event time, and the broker's
+  // time-based retention (24 h in `npm run services`, 7 days by default) rolls and deletes by timestamp.
+  const t0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000 - events * 25;
   const values: string[] = [];
   for (let i = 0; values.length < events; i++) {
     const raw = JSON.stringify({ txId: `t${i}`, cardId: `c${(i * 7_919) % cards}`, amount: (i * 31) % 500, ts: t0 + i * 25 });
@@ -78,28 +80,35 @@ export async function produceTestPayments(kafka: Kafka, topic: string, events: n
  * The crash test's and the runner bench's pipeline: `inputTopic` (bounded) -> dedup (txId) -> keyBy
  * (cardId) -> velocity (4 in 5 min) -> `<outputBase>-alerts`, with dedup's held-back copies to
  * `<outputBase>-dupes` and velocity's late records to `<outputBase>-late`, all Kafka sinks.
+ * `dedup: false` leaves dedup and its `-dupes` sink out (the records go straight to keyBy): a graph
+ * with one shuffle, which runs as parallel subtasks (dedup then keyBy re-keys, which runs in one thread).
  */
-export function dedupVelocityPipeline(o: { name: string; inputTopic: string; outputBase: string; guarantee: "exactly-once" | "at-least-once"; checkpointIntervalMs: number }) {
+export function dedupVelocityPipeline(o: { name: string; inputTopic: string; outputBase: string; guarantee: "exactly-once" | "at-least-once"; checkpointIntervalMs: number; dedup?: boolean }) {
   const sink = (id: string) => ({ id, type: "sink.kafka", params: { topic: `${o.outputBase}-${id}`, deliveryGuarantee: o.guarantee } });
+  const dedup = o.dedup !== false;
   return {
     format: "keyflow.pipeline/v1",
     name: o.name,
     settings: { checkpointIntervalMs: o.checkpointIntervalMs },
     nodes: [
       { id: "payments", type: "source.kafka", params: { topic: o.inputTopic, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
-      { id: "dedup", type: "dedup", params: { field: "txId", ttlMs: "10m" } },
+      ...(dedup ? [{ id: "dedup", type: "dedup", params: { field: "txId", ttlMs: "10m" } }] : []),
       { id: "byCard", type: "keyBy", params: { field: "cardId" } },
       { id: "velocity", type: "velocity", params: { threshold: 4, windowMs: "5m", idField: "txId" } },
       sink("alerts"),
-      sink("dupes"),
+      ...(dedup ? [sink("dupes")] : []),
       sink("late"),
     ],
     edges: [
-      { from: "payments", to: "dedup" },
-      { from: "dedup", to: "byCard" },
+      ...(dedup
+        ? [
+            { from: "payments", to: "dedup" },
+            { from: "dedup", to: "byCard" },
+            { from: "dedup:duplicates", to: "dupes" },
+          ]
+        : [{ from: "payments", to: "byCard" }]),
       { from: "byCard", to: "velocity" },
       { from: "velocity", to: "alerts" },
-      { from: "dedup:duplicates", to: "dupes" },
       { from: "velocity:late", to: "late" },
     ],
   };
