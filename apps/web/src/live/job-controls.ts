@@ -82,8 +82,8 @@ export class JobControlRegistry {
     run.finishedAt = this.now();
   }
 
+  /** The error is shown once, under the steps (not as a step: it can be long, with the runner's issues). */
   fail(run: JobControlRun, error: string, issues: readonly string[] = []): void {
-    run.steps.push({ at: this.now(), message: `failed: ${error}` });
     run.status = "failed";
     run.error = error;
     run.issues = [...issues];

@@ -23,7 +23,7 @@ export function JobControlProgress({ pipelineId }: { pipelineId: string }) {
   if (!run) return null;
   const title = { savepoint: "Savepoint", restore: "Restore", rescale: "Change of parallelism" }[run.kind];
   return (
-    <section className="kf-ops__section" aria-label="Job control" data-testid="job-control-progress" data-kind={run.kind} data-status={run.status}>
+    <section className="kf-ops__section" aria-label="Job control" data-testid="job-control-progress" data-run={run.id} data-kind={run.kind} data-status={run.status}>
       <header className="kf-ops__header">
         <h3>
           {title} · {run.status === "running" ? "in progress" : run.status}
@@ -45,7 +45,8 @@ export function JobControlProgress({ pipelineId }: { pipelineId: string }) {
       ) : null}
       {run.error ? (
         <div className="kf-ops__error" data-testid="job-control-error">
-          <p className="kf-ops__error">{run.error}</p>
+          {/* The runner's issues are listed one by one below, not repeated in the sentence. */}
+          <p className="kf-ops__error">{run.issues.reduce((message, issue) => message.replace(`; ${issue}`, ""), run.error)}</p>
           {run.issues.length > 0 ? (
             <ul>
               {run.issues.map((issue) => (
@@ -100,7 +101,11 @@ export function JobControls({
   // Savepoints this pipeline's controls wrote, newest first: restore candidates next to the checkpoints.
   const savepoints = [...new Set((controls.data ?? []).flatMap((r) => (r.savepointPath ? [r.savepointPath] : [])))];
   const restorable = checkpoints.filter((c) => c.restorable);
-  const chosen = source || (restorable[0] ? `checkpoint:${restorable[0].id}` : "");
+  // Until one is picked: the newest kept checkpoint, else the newest savepoint, else a folder to type.
+  const fallback = restorable[0] ? `checkpoint:${restorable[0].id}` : savepoints[0] ? `savepoint:${savepoints[0]}` : SAVEPOINT_PATH;
+  // A picked checkpoint that is no longer kept falls back too.
+  const offered = new Set([...restorable.map((c) => `checkpoint:${c.id}`), ...savepoints.map((p) => `savepoint:${p}`), SAVEPOINT_PATH]);
+  const chosen = offered.has(source) ? source : fallback;
   const from =
     chosen.startsWith("checkpoint:") ? { checkpointId: Number(chosen.slice("checkpoint:".length)) } : chosen.startsWith("savepoint:") ? { savepointPath: chosen.slice("savepoint:".length) } : chosen === SAVEPOINT_PATH && path.trim() ? { savepointPath: path.trim() } : null;
   const wanted = Number(target || parallelism || 1);

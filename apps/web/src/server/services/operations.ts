@@ -351,7 +351,7 @@ export async function replaceDeployment(
   } catch (error) {
     const reason = messageOf(error);
     const issues = issuesOf(error);
-    registry.step(run, `refused: ${reason}`);
+    registry.step(run, issues.length > 0 ? `refused by the runner: ${issues.length} issue${issues.length === 1 ? "" : "s"} (below)` : "failed (below)");
     try {
       registry.step(run, `going back: deploying from the savepoint at parallelism ${current}`);
       const back = await redeploy(savepoint, current);
