@@ -511,6 +511,11 @@ export class ParallelExecution {
     await Promise.all(sends);
   }
 
+  /** Each partition's watermark at a source node: the source task's LocalJob parses the sources. */
+  sourcePartitionWatermarks(nodeId: string): Array<{ partition: number; watermark: number | null; idle: boolean }> {
+    return this.headJob ? this.headJob.sourcePartitionWatermarks(nodeId) : [];
+  }
+
   /**
    * Queryable state: `key`'s state and timers at `nodeId`, from the subtask that owns the key's key
    * group (keyed nodes) or the source task (chained head nodes); undefined for other nodes.

@@ -364,6 +364,15 @@ export class JobDriver {
     return view && { view, task: "single", index: 0 };
   }
 
+  /**
+   * Each partition's watermark at a source node, from the LocalJob that parses the source (the
+   * source task's in a parallel job): raw Kafka and file records are only parsed there.
+   */
+  sourcePartitionWatermarks(nodeId: string): Array<{ partition: number; watermark: number | null; idle: boolean }> {
+    if (this.parallel) return this.parallel.sourcePartitionWatermarks(nodeId);
+    return this.job?.sourcePartitionWatermarks(nodeId) ?? [];
+  }
+
   /** Copies the job's last completed checkpoint into a savepoint folder (stop with a savepoint: the final one). */
   async savepointOfLast(root: string): Promise<string> {
     const p = this.lastCheckpoint?.path;

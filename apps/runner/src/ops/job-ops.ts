@@ -229,10 +229,27 @@ export class JobOps {
     return { records: r?.toArray() ?? [], recordsSeen: r?.pushed ?? 0, deadLetters: d?.toArray() ?? [], deadLettersSeen: d?.pushed ?? 0 };
   }
 
+  /**
+   * The engine's per-partition watermarks of a source node, set by the job's owner once the driver
+   * exists: raw Kafka and file records are parsed only inside the engine, so the wrapper cannot see
+   * their event time.
+   */
+  partitionWatermarks: ((nodeId: string) => Array<{ partition: number; watermark: number | null; idle: boolean }>) | undefined;
+
   /** Per-partition figures of each source of the current run. */
   sourceFigures(): Record<string, SourceFigures> {
     const out: Record<string, SourceFigures> = {};
-    for (const [id, s] of this.sources) out[id] = s.figures();
+    for (const [id, s] of this.sources) {
+      const figures = s.figures();
+      const engine = new Map((this.partitionWatermarks?.(id) ?? []).map((p) => [p.partition, p]));
+      for (const p of figures.partitions) {
+        const e = engine.get(p.partition);
+        if (e === undefined) continue;
+        if (p.watermark === null) p.watermark = e.watermark;
+        p.idle ||= e.idle;
+      }
+      out[id] = figures;
+    }
     return out;
   }
 

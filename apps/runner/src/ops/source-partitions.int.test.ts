@@ -85,7 +85,9 @@ describe("a Kafka source's partitions on the live stream", () => {
     const p0 = lagging.sourcePartitions["payments"]?.partitions[0];
     // Lag is what is left of the partition: its end minus what the job took.
     expect((p0?.lag ?? 0) + (p0?.records ?? 0)).toBeLessThanOrEqual(PER_PARTITION);
-    expect(p0?.watermark).toBeNull(); // raw bytes: the engine parses them, the runner does not guess
+    // The engine's own partition watermark (raw bytes are parsed there): behind what was handed over.
+    expect(p0?.watermark).toBeGreaterThanOrEqual(Date.UTC(2026, 0, 1) - 10_001);
+    expect(p0?.watermark).toBeLessThanOrEqual(Date.UTC(2026, 0, 1) + ((p0?.records ?? 0) - 1) * 10 - 10_001);
 
     expect((await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: null })).status).toBe(200);
     const drained = await watchStream(service.url, id, "every record read and no lag", (s) => {
@@ -94,6 +96,13 @@ describe("a Kafka source's partitions on the live stream", () => {
       return read.length === 2 && read.every((p) => p.lag === 0 && p.records === PER_PARTITION) ? s : undefined;
     });
     expect(drained.sourcePartitions["payments"]?.partitions.map((p) => p.lastOffset)).toEqual([String(PER_PARTITION - 1), String(PER_PARTITION - 1), null]);
+    // Every record parsed: each partition's watermark is its last event time − maxOutOfOrderness − 1;
+    // the empty partition has none.
+    const last = Date.UTC(2026, 0, 1) + (PER_PARTITION - 1) * 10 - 10_001;
+    await watchStream(service.url, id, "partition watermarks at the last event time", (s) => {
+      const wms = s.sourcePartitions["payments"]?.partitions.map((p) => p.watermark);
+      return wms?.[0] === last && wms[1] === last && wms[2] === null ? s : undefined;
+    });
     expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
   });
 });

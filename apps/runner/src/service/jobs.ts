@@ -118,6 +118,7 @@ export class ManagedJob {
       return;
     }
     this.driver = driver;
+    this.ops.partitionWatermarks = (nodeId) => driver.sourcePartitionWatermarks(nodeId);
     this.finished = driver.run().then(
       () => {
         this.status = this.stopRequested || driver.status === "stopped" ? "stopped" : "finished";

@@ -22,6 +22,18 @@ describe("PartitionWatermarks (bounded out-of-orderness per partition)", () => {
     expect(w.idle).toBe(true);
   });
 
+  it("reports each partition's own watermark and idleness, null before its first record", () => {
+    const w = new PartitionWatermarks(1_000);
+    w.onRecord(0, 5_000, 0);
+    w.onRecord(1, 9_000, 0);
+    w.markIdle(2, 0);
+    expect(w.partitionWatermarks()).toEqual([
+      { partition: 0, watermark: 3_999, idle: false },
+      { partition: 1, watermark: 7_999, idle: false },
+      { partition: 2, watermark: null, idle: true },
+    ]);
+  });
+
   it("finds partitions silent for the idle timeout, ends at +infinity, and snapshots", () => {
     const w = new PartitionWatermarks(0);
     w.onRecord(2, 5, 100);

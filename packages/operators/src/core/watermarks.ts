@@ -66,6 +66,16 @@ export class PartitionWatermarks {
     return out.sort((a, b) => a - b);
   }
 
+  /**
+   * Each partition's own watermark (max event time − maxOutOfOrdernessMs − 1; null before its first
+   * record) and whether it is idle, ascending: what the canvas's Sources panel shows per partition.
+   */
+  partitionWatermarks(): Array<{ partition: number; watermark: number | null; idle: boolean }> {
+    return [...this.partitions.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([partition, p]) => ({ partition, watermark: p.max === MIN_WATERMARK ? null : p.max - this.maxOutOfOrdernessMs - 1, idle: p.idle }));
+  }
+
   /** The input is exhausted: the watermark becomes +infinity. */
   end(): void {
     this.ended = true;

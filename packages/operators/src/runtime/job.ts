@@ -248,6 +248,11 @@ export class LocalJob {
     if (wm !== undefined) this.forwardWatermark(src.node.id, wm);
   }
 
+  /** Each partition's watermark and idleness at a source node (empty for a node that is not a source). */
+  sourcePartitionWatermarks(sourceNodeId: string): Array<{ partition: number; watermark: number | null; idle: boolean }> {
+    return this.sourceRuntimes.get(sourceNodeId)?.watermarks.partitionWatermarks() ?? [];
+  }
+
   /** The runner saw no record on this partition for idleTimeoutMs: it stops holding the watermark back. */
   markPartitionIdle(sourceNodeId: string, partition: number): void {
     const src = this.source(sourceNodeId);
