@@ -3,12 +3,28 @@
 export interface ServerEnv {
   /** The runner's HTTP API (POST /jobs, GET /jobs/:id). */
   runnerUrl: string;
+  /** KEYFLOW_RUNNER_TOKEN: the runner's bearer token, sent on every call; unset: none (a loopback runner). */
+  runnerToken?: string | undefined;
+  /** KAFKA_BROKERS: the shadow/enforcement comparison reads alert topics there; unset, it says so. */
+  kafkaBrokers?: string[] | undefined;
+  /** KEYFLOW_SHADOW_POLICY_DAYS (default 14): days in shadow before a promotion needs no written reason. */
+  shadowPolicyDays?: number;
 }
 
 export function serverEnv(): ServerEnv {
   return {
     runnerUrl: (process.env.RUNNER_URL ?? "http://localhost:8081").replace(/\/+$/, ""),
+    runnerToken: process.env.KEYFLOW_RUNNER_TOKEN || undefined,
+    kafkaBrokers: process.env.KAFKA_BROKERS ? process.env.KAFKA_BROKERS.split(",").map((b) => b.trim()).filter(Boolean) : undefined,
+    shadowPolicyDays: shadowPolicyDays(process.env.KEYFLOW_SHADOW_POLICY_DAYS),
   };
+}
+
+function shadowPolicyDays(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return 14;
+  const days = Number(raw);
+  if (!Number.isFinite(days) || days < 0) throw new Error(`KEYFLOW_SHADOW_POLICY_DAYS must be a number of days (0 or more), not "${raw}"`);
+  return days;
 }
 
 /** Accounts on setup and the service token of `npm start` (see auth/bootstrap.ts). */

@@ -1,6 +1,7 @@
 // The API of the designer: one router per area, mounted at /api/trpc (app/api/trpc/[trpc]/route.ts).
 import { auditRouter } from "./routers/audit";
 import { catalogRouter } from "./routers/catalog";
+import { comparisonRouter } from "./routers/comparison";
 import { deploymentRouter } from "./routers/deployment";
 import { pipelineRouter } from "./routers/pipeline";
 import { promotionRouter } from "./routers/promotion";
@@ -16,6 +17,7 @@ export const appRouter = createTRPCRouter({
   users: usersRouter,
   audit: auditRouter,
   promotion: promotionRouter,
+  comparison: comparisonRouter,
 });
 
 export type AppRouter = typeof appRouter;

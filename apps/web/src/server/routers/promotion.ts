@@ -1,21 +1,67 @@
-// Promotion to enforcement: analysts ask, approvers (never the requester) approve or reject with a
-// comment. Executing an approved promotion (switching the shadow deployment's output at a
-// checkpoint boundary) is not built yet.
+// Promotion to enforcement: analysts ask (with a written reason when the version has spent less
+// than the policy's days in shadow), approvers (never the requester) approve or reject with a
+// comment, and approvers roll enforcement back to the previous version (approved, or an emergency
+// with a reason). Switching a warm shadow deployment's output at a checkpoint boundary is runner
+// work that is not built: an enforcing deploy or a rollback starts a job.
 import { z } from "zod";
-import { decidePromotion, listPromotions, requestPromotion } from "../services/promotions";
+import { DEFAULT_SHADOW_POLICY_DAYS, decidePromotion, listPromotions, requestPromotion, rollbackEnforcement, rollbackPlan, shadowAge } from "../services/promotions";
 import { analystProcedure, approverProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const comment = z.string().trim().max(2_000).default("");
+const pipelineInput = z.object({ pipelineId: z.string().min(1) });
 
 export const promotionRouter = createTRPCRouter({
-  list: authedProcedure.input(z.object({ pipelineId: z.string().min(1) })).query(async ({ ctx, input }) => listPromotions((await ctx.db()).prisma, input.pipelineId)),
+  list: authedProcedure.input(pipelineInput).query(async ({ ctx, input }) => listPromotions((await ctx.db()).prisma, input.pipelineId)),
+  /** Days in shadow of each version against the policy, what enforces now, and what a rollback would return to. */
+  status: authedProcedure.input(pipelineInput).query(async ({ ctx, input }) => {
+    const prisma = (await ctx.db()).prisma;
+    const policyDays = ctx.env.shadowPolicyDays ?? DEFAULT_SHADOW_POLICY_DAYS;
+    const now = new Date();
+    const versions = await prisma.pipelineVersion.findMany({ where: { pipelineId: input.pipelineId }, orderBy: { number: "desc" }, take: 20, select: { id: true, number: true } });
+    const ages = await Promise.all(versions.map(async (v) => ({ versionId: v.id, number: v.number, ...(await shadowAge(prisma, v.id, policyDays, now)) })));
+    const enforcing = await prisma.deployment.findMany({
+      where: { pipelineId: input.pipelineId, mode: "enforcing", status: { in: ["pending", "running"] } },
+      orderBy: { createdAt: "desc" },
+      select: { id: true, versionId: true, status: true, createdAt: true, version: { select: { number: true } } },
+    });
+    const rollback = await rollbackPlan(prisma, input.pipelineId).then(
+      (plan) => ({ possible: true as const, plan, why: null }),
+      (error: unknown) => ({ possible: false as const, plan: null, why: error instanceof Error ? error.message : String(error) }),
+    );
+    const previousApproval = rollback.plan
+      ? await prisma.promotionRequest.findFirst({ where: { versionId: rollback.plan.previous.versionId, status: "approved" }, orderBy: { decidedAt: "desc" }, select: { id: true, decidedBy: true } })
+      : null;
+    return { policyDays, versions: ages, enforcing: enforcing.map((d) => ({ deploymentId: d.id, versionId: d.versionId, number: d.version.number, status: d.status, since: d.createdAt })), rollback: { ...rollback, previousApproval } };
+  }),
   request: analystProcedure
     .input(z.object({ versionId: z.string().min(1), reason: comment }))
-    .mutation(async ({ ctx, input }) => requestPromotion((await ctx.db()).prisma, ctx.user, input)),
+    .mutation(async ({ ctx, input }) => requestPromotion((await ctx.db()).prisma, ctx.user, input, { policyDays: ctx.env.shadowPolicyDays ?? DEFAULT_SHADOW_POLICY_DAYS, now: new Date() })),
   approve: approverProcedure
     .input(z.object({ requestId: z.string().min(1), comment }))
     .mutation(async ({ ctx, input }) => decidePromotion((await ctx.db()).prisma, ctx.user, { ...input, decision: "approve" })),
   reject: approverProcedure
     .input(z.object({ requestId: z.string().min(1), comment }))
     .mutation(async ({ ctx, input }) => decidePromotion((await ctx.db()).prisma, ctx.user, { ...input, decision: "reject" })),
+  /** One action back to the previous enforcing version: with its approved request, or `emergency` with a reason. */
+  rollback: approverProcedure
+    .input(pipelineInput.extend({ emergency: z.boolean().default(false), reason: comment }))
+    .mutation(async ({ ctx, input }) => {
+      const prisma = (await ctx.db()).prisma;
+      const result = await rollbackEnforcement(prisma, ctx.env.runnerUrl, input);
+      await ctx.audit({
+        action: "rollback",
+        subjectType: "deployment",
+        subjectId: result.deployment.id,
+        details: {
+          pipelineId: input.pipelineId,
+          emergency: input.emergency,
+          promotionId: result.promotionId,
+          to: { versionId: result.plan.previous.versionId, number: result.plan.previous.number, deploymentId: result.deployment.id, status: result.deployment.status },
+          from: result.plan.current.map((d) => ({ versionId: d.versionId, number: d.number, deploymentId: d.deploymentId })),
+          stopped: result.stopped,
+        },
+        reason: input.reason || null,
+      });
+      return result;
+    }),
 });

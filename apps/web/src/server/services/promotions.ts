@@ -2,22 +2,57 @@
 // approver who is not the requester. A request is tied to the version's graph hash at the time it
 // was asked; saving a newer version of the pipeline voids pending and approved requests for other
 // graphs, so an approval always means "this exact graph". Every step is audited by the caller's
-// transaction (the request/decision and its audit record commit together).
+// transaction (the request/decision and its audit record commit together). A version that has not
+// spent the policy's days in shadow (KEYFLOW_SHADOW_POLICY_DAYS, default 14) is promoted only with a
+// written reason. Rollback returns enforcement to the previous enforcing version, under the same
+// approval rule or, for approvers and admins, an emergency path that records why.
 import { TRPCError } from "@trpc/server";
 import { appendAuditEvent, type PrismaClient } from "@keyflow/db";
 import type { SessionUser } from "../auth/roles";
 import { notFound } from "../errors";
+import { deployVersion } from "./deployments";
+import { stopDeployment } from "./operations";
+
+export const DEFAULT_SHADOW_POLICY_DAYS = 14;
+/** An early promotion's or an emergency rollback's reason must say something: at least this many characters. */
+export const MIN_WRITTEN_REASON = 10;
+const DAY_MS = 86_400_000;
+
+export interface ShadowAge {
+  /** When the version's first shadow deployment that did not fail started; null: never in shadow. */
+  since: Date | null;
+  days: number;
+  /** It enforced before (going back to it is a rollback, not a new rule): the policy does not apply. */
+  enforcedBefore: boolean;
+  policyDays: number;
+  /** Promoting it now needs a written reason. */
+  early: boolean;
+}
+
+export async function shadowAge(prisma: PrismaClient, versionId: string, policyDays: number, now: Date): Promise<ShadowAge> {
+  const first = await prisma.deployment.findFirst({ where: { versionId, mode: "shadow", status: { not: "failed" } }, orderBy: { createdAt: "asc" }, select: { createdAt: true } });
+  const enforced = await prisma.deployment.count({ where: { versionId, mode: "enforcing", status: { not: "failed" } } });
+  const days = first ? Math.max(0, (now.getTime() - first.createdAt.getTime()) / DAY_MS) : 0;
+  return { since: first?.createdAt ?? null, days, enforcedBefore: enforced > 0, policyDays, early: enforced === 0 && days < policyDays };
+}
 
 const select = { id: true, pipelineId: true, versionId: true, graphHash: true, status: true, requestedBy: true, reason: true, createdAt: true, decidedBy: true, decidedAt: true, comment: true, version: { select: { number: true } } } as const;
 
-export async function requestPromotion(prisma: PrismaClient, user: SessionUser, input: { versionId: string; reason: string }) {
+export async function requestPromotion(prisma: PrismaClient, user: SessionUser, input: { versionId: string; reason: string }, policy: { policyDays: number; now: Date } = { policyDays: DEFAULT_SHADOW_POLICY_DAYS, now: new Date() }) {
   const version = await prisma.pipelineVersion.findUnique({ where: { id: input.versionId }, select: { id: true, number: true, pipelineId: true, graphHash: true } });
   if (!version) throw notFound("version", input.versionId);
+  const age = await shadowAge(prisma, version.id, policy.policyDays, policy.now);
+  if (age.early && input.reason.trim().length < MIN_WRITTEN_REASON) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `version ${version.number} has been in shadow ${age.days.toFixed(1)} days${age.since ? "" : " (never deployed in shadow)"}, under the policy's ${policy.policyDays}: promoting it earlier needs a written reason (${MIN_WRITTEN_REASON} characters or more)`,
+    });
+  }
   return prisma.$transaction(async (tx) => {
     const open = await tx.promotionRequest.findFirst({ where: { versionId: version.id, status: { in: ["pending", "approved"] } }, select: { id: true, status: true } });
     if (open) throw new TRPCError({ code: "CONFLICT", message: `version ${version.number} already has a ${open.status} promotion request (${open.id})` });
     const request = await tx.promotionRequest.create({ data: { pipelineId: version.pipelineId, versionId: version.id, graphHash: version.graphHash, requestedBy: user.email, reason: input.reason }, select });
-    await appendAuditEvent(tx, { actor: user.email, action: "request", subjectType: "promotion", subjectId: request.id, details: { pipelineId: version.pipelineId, versionId: version.id, number: version.number, graphHash: version.graphHash }, reason: input.reason || null });
+    await appendAuditEvent(tx, { actor: user.email, action: "request", subjectType: "promotion", subjectId: request.id, details: { pipelineId: version.pipelineId, versionId: version.id, number: version.number, graphHash: version.graphHash, daysInShadow: Math.round(age.days * 100) / 100, policyDays: policy.policyDays, early: age.early }, reason: input.reason || null });
     return request;
   });
 }
@@ -79,4 +114,61 @@ export async function approvedPromotion(prisma: PrismaClient, versionId: string)
     throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${version.number} has no approved promotion request for its graph (${version.graphHash.slice(0, 12)}…): ask for one and have another approver approve it` });
   }
   return approved;
+}
+
+// ---- Rollback ----------------------------------------------------------------------------------
+
+export interface RollbackPlan {
+  /** The running enforcing deployments that stop. */
+  current: { deploymentId: string; versionId: string; number: number }[];
+  /** The version enforcement returns to: the newest other version that enforced before the current one. */
+  previous: { versionId: string; number: number };
+}
+
+const liveStatuses = ["pending", "running"] as const;
+
+/** What a rollback of the pipeline would do now, or why there is nothing to roll back to. */
+export async function rollbackPlan(prisma: PrismaClient, pipelineId: string): Promise<RollbackPlan> {
+  const current = await prisma.deployment.findMany({
+    where: { pipelineId, mode: "enforcing", status: { in: [...liveStatuses] } },
+    orderBy: { createdAt: "desc" },
+    select: { id: true, versionId: true, createdAt: true, version: { select: { number: true } } },
+  });
+  const newest = current[0];
+  if (!newest) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "no version of this rule is enforcing: there is nothing to roll back" });
+  const previous = await prisma.deployment.findFirst({
+    where: { pipelineId, mode: "enforcing", status: { not: "failed" }, versionId: { not: newest.versionId }, createdAt: { lt: newest.createdAt } },
+    orderBy: { createdAt: "desc" },
+    select: { versionId: true, version: { select: { number: true } } },
+  });
+  if (!previous) throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${newest.version.number} is the first version of this rule to enforce: there is no previous version to roll back to` });
+  return {
+    current: current.filter((d) => d.versionId !== previous.versionId).map((d) => ({ deploymentId: d.id, versionId: d.versionId, number: d.version.number })),
+    previous: { versionId: previous.versionId, number: previous.version.number },
+  };
+}
+
+/**
+ * Returns enforcement to the previous enforcing version: deploys it in enforcing mode, then stops
+ * the current enforcing deployments. The normal path needs an approved promotion request for the
+ * previous version's graph (the same rule as any promotion); the emergency path needs a written
+ * reason instead, and both are audited by the caller with the plan. The new job starts before the
+ * old ones stop, so enforcement has no gap, but the two overlap until the stop (a switch at one
+ * checkpoint boundary inside one job is runner work, not built).
+ */
+export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: string, input: { pipelineId: string; emergency: boolean; reason: string }) {
+  const plan = await rollbackPlan(prisma, input.pipelineId);
+  let promotionId: string | null = null;
+  if (input.emergency) {
+    if (input.reason.trim().length < MIN_WRITTEN_REASON) throw new TRPCError({ code: "BAD_REQUEST", message: `an emergency rollback needs a written reason (${MIN_WRITTEN_REASON} characters or more): it goes on the audit trail` });
+  } else {
+    promotionId = (await approvedPromotion(prisma, plan.previous.versionId)).id;
+  }
+  const deployment = await deployVersion(prisma, runnerUrl, { versionId: plan.previous.versionId, mode: "enforcing" });
+  const stopped: { deploymentId: string; status: string }[] = [];
+  for (const d of plan.current) {
+    const result = await stopDeployment(prisma, runnerUrl, d.deploymentId);
+    stopped.push({ deploymentId: d.deploymentId, status: result.deployment.status });
+  }
+  return { deployment, plan, stopped, promotionId };
 }

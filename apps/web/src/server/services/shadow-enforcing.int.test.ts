@@ -1,0 +1,380 @@
+// Shadow beside enforcement on the REAL broker (KAFKA_BROKERS) and PostgreSQL (DATABASE_URL), through
+// the app's own tRPC route and a real runner service: one rule's version 1 enforcing and version 2
+// in shadow at once over the same input topic (the shadow writes only `<rule>.shadow`, and neither
+// collides with the other: consumer groups, transactional ids, dead-letter topics, checkpoint
+// folders); one version in both modes gives the same alerts; the comparison an approver reads; the
+// early-promotion reason; rollback with an approved request and in an emergency, all audited.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { Kafka, logLevel, type Admin } from "kafkajs";
+import superjson from "superjson";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDb, migrate, parseDatabaseUrl, type Db, type UserRole } from "@keyflow/db";
+import { PIPELINE_FORMAT } from "@keyflow/operators";
+import { hashPassword } from "../auth/password";
+import { SESSION_COOKIE } from "../auth/session";
+import type { Comparison } from "./comparison";
+
+const DATABASE_URL = process.env.DATABASE_URL;
+if (!DATABASE_URL) throw new Error("shadow-enforcing.int.test.ts needs DATABASE_URL pointing at a real PostgreSQL server (npm run services)");
+const BROKERS = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+if (BROKERS.length === 0) throw new Error("shadow-enforcing.int.test.ts needs KAFKA_BROKERS (the real broker: npm run services)");
+const ORIGIN = "http://localhost:3000";
+const PASSWORD = "correct horse battery staple";
+const run = randomBytes(4).toString("hex");
+const PAYMENTS = `sh-${run}-payments`;
+const ENFORCEMENT = `sh-${run}-enforcement`;
+const T0 = Date.UTC(2026, 0, 1);
+const dir = mkdtempSync(path.join(tmpdir(), "keyflow-shadow-"));
+const REPO = path.resolve(import.meta.dirname, "..", "..", "..", "..", "..");
+
+// The stream: 2 000 ordinary payments on 500 cards (a card every 500 s: at most 2 in a 10-minute
+// window), 20 fraud bursts of 4 payments (isFraud true) and 10 legitimate bursts of 3 (isFraud
+// false), 10 s apart, and one line that is not JSON. Velocity at threshold 4 alerts on each fraud
+// burst's 4th payment (20 alerts, all fraud); at threshold 3 on the 3rd and 4th of each fraud burst
+// and the 3rd of each legitimate one (50 alerts, 40 fraud). 80 payments are fraud.
+function payments(): string[] {
+  const records: { txId: string; cardId: string; amount: number; ts: number; isFraud: boolean }[] = [];
+  for (let i = 0; i < 2_000; i++) records.push({ txId: `t${i}`, cardId: `c${i % 500}`, amount: (i * 31) % 500, ts: T0 + i * 1_000, isFraud: false });
+  for (let k = 0; k < 30; k++) {
+    const fraud = k < 20;
+    for (let j = 0; j < (fraud ? 4 : 3); j++) records.push({ txId: `${fraud ? "f" : "b"}${k}-${j}`, cardId: `${fraud ? "f" : "b"}${k}`, amount: 900, ts: T0 + k * 60_000 + 500 + j * 10_000, isFraud: fraud });
+  }
+  records.sort((a, b) => a.ts - b.ts);
+  const lines = records.map((r) => JSON.stringify(r));
+  lines.splice(1_000, 0, "this line is not JSON");
+  return lines;
+}
+
+function rule(name: string, threshold: number) {
+  return {
+    format: PIPELINE_FORMAT,
+    name,
+    settings: { checkpointIntervalMs: 300, parallelism: 1 },
+    nodes: [
+      { id: "payments", type: "source.kafka", params: { topic: PAYMENTS, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
+      { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+      { id: "velocity", type: "velocity", params: { threshold, windowMs: "10m", idField: "txId" } },
+      { id: "alerts", type: "sink.kafka", params: { topic: ENFORCEMENT, deliveryGuarantee: "exactly-once" } },
+    ],
+    edges: [
+      { from: "payments", to: "byCard" },
+      { from: "byCard", to: "velocity" },
+      { from: "velocity", to: "alerts" },
+    ],
+  };
+}
+
+type Route = { GET?: (req: Request) => Promise<Response>; POST?: (req: Request) => Promise<Response> };
+type Data<T> = { result: { data: { json: T; meta?: unknown } } };
+type Deployment = { id: string; runnerJobId: string | null; status: string; mode: string; versionId: string };
+
+const kafka = new Kafka({ clientId: `keyflow-shadow-it-${run}`, brokers: BROKERS, logLevel: logLevel.NOTHING });
+let admin: Admin;
+/** A real runner process (`keyflow serve`) on a free port, its own checkpoint folder, no database. */
+let runner: ChildProcess;
+const service = { url: "" };
+let runnerLog = "";
+
+async function startRunner(): Promise<void> {
+  runner = spawn(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "serve"], {
+    cwd: REPO,
+    env: { ...process.env, RUNNER_PORT: "0", RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "checkpoints"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: BROKERS.join(","), KEYFLOW_LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const keep = (b: Buffer) => {
+    runnerLog = (runnerLog + b.toString()).slice(-20_000);
+  };
+  runner.stdout?.on("data", keep);
+  runner.stderr?.on("data", keep);
+  // Port 0: the runner picks a free port and says which when it listens.
+  service.url = await eventually(async () => {
+    if (runner.exitCode !== null) throw new Error(`the runner exited with ${runner.exitCode}: ${runnerLog}`);
+    return /runner listening on (http:\/\/[^\s]+)/.exec(runnerLog)?.[1];
+  }, "the runner to listen", 60_000);
+}
+let db: Db;
+let trpcRoute: Route;
+let loginRoute: Route;
+const cookies: Record<string, string> = {};
+
+async function call<T>(kind: "query" | "mutation", procedure: string, input: unknown, as: string): Promise<{ status: number; data: T; error: { message: string; code: string | undefined } | null }> {
+  const headers: Record<string, string> = { host: "localhost:3000", cookie: `${SESSION_COOKIE}=${cookies[as]}` };
+  const req =
+    kind === "query"
+      ? new Request(`${ORIGIN}/api/trpc/${procedure}?input=${encodeURIComponent(JSON.stringify(superjson.serialize(input)))}`, { method: "GET", headers })
+      : new Request(`${ORIGIN}/api/trpc/${procedure}`, { method: "POST", headers: { "content-type": "application/json", "x-keyflow-csrf": "1", origin: ORIGIN, ...headers }, body: JSON.stringify(superjson.serialize(input)) });
+  const handler = kind === "query" ? trpcRoute.GET : trpcRoute.POST;
+  if (!handler) throw new Error("the tRPC route has no handler for that method");
+  const res = await handler(req);
+  const body = (await res.json()) as Data<unknown> & { error?: { json: { message: string; data?: { code?: string } } } };
+  if (body.error) return { status: res.status, data: undefined as T, error: { message: body.error.json.message, code: body.error.json.data?.code } };
+  return { status: res.status, data: superjson.deserialize(body.result.data as never) as T, error: null };
+}
+
+async function ok<T>(kind: "query" | "mutation", procedure: string, input: unknown, as: string): Promise<T> {
+  const res = await call<T>(kind, procedure, input, as);
+  if (res.error) throw new Error(`${procedure} as ${as}: ${res.error.code} ${res.error.message}`);
+  return res.data;
+}
+
+async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 120_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Waits for the deployment's runner job to finish (bounded input), failing on a failed job. */
+async function finished(deployment: Deployment): Promise<void> {
+  await eventually(async () => {
+    const res = await fetch(`${service.url}/jobs/${deployment.runnerJobId}`);
+    const job = (await res.json()) as { status: string; failure?: string };
+    if (job.status === "failed" || job.status === "restarting") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog}`);
+    return job.status === "finished" ? true : undefined;
+  }, `deployment ${deployment.id} (${deployment.mode}) to finish`);
+}
+
+/** Every committed message of `topic` up to its current end (read_committed), as parsed values. */
+async function readCommitted(topic: string): Promise<Record<string, unknown>[]> {
+  const ends = new Map<number, number>();
+  for (const o of await admin.fetchTopicOffsets(topic)) if (Number(o.high) > Number(o.low)) ends.set(o.partition, Number(o.high));
+  const out: Record<string, unknown>[] = [];
+  if (ends.size === 0) return out;
+  const reached = new Set<number>();
+  const consumer = kafka.consumer({ groupId: `keyflow-it-reader-${randomBytes(4).toString("hex")}`, maxWaitTimeInMs: 100, readUncommitted: false });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  // Batch ends include batches of transaction markers only, which never reach eachBatch.
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    if (Number(payload.lastOffset) + 1 >= (ends.get(payload.partition) ?? 0)) reached.add(payload.partition);
+  });
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      for (const m of batch.messages) if (Number(m.offset) < (ends.get(batch.partition) ?? 0)) out.push(JSON.parse(m.value?.toString("utf8") ?? "null") as Record<string, unknown>);
+    },
+  });
+  try {
+    await eventually(async () => ([...ends.keys()].every((p) => reached.has(p)) ? true : undefined), `reading ${topic} to its end`);
+  } finally {
+    await consumer.disconnect();
+  }
+  return out;
+}
+
+const txIdOf = (alert: Record<string, unknown>) => String((alert.event as { txId: string }).txId);
+const topicExists = async (topic: string) => (await admin.listTopics()).includes(topic);
+
+async function user(email: string, role: UserRole) {
+  await db.prisma.user.create({ data: { email, name: email.split("@")[0] ?? email, role, passwordHash: await hashPassword(PASSWORD) } });
+  const post = loginRoute.POST;
+  if (!post) throw new Error("no POST /api/auth/login");
+  const res = await post(new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers: { host: "localhost:3000", origin: ORIGIN, "content-type": "application/json", "x-keyflow-csrf": "1" }, body: JSON.stringify({ email, password: PASSWORD }) }));
+  expect(res.status).toBe(200);
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith(`${SESSION_COOKIE}=`));
+  cookies[role === "analyst" ? "ada" : email.split("@")[0] ?? email] = cookie?.split(";")[0]?.slice(SESSION_COOKIE.length + 1) ?? "";
+}
+
+/** A pipeline with its versions saved (by the analyst), in order. */
+async function pipelineWithVersions(name: string, thresholds: number[]): Promise<{ pipelineId: string; versionIds: string[] }> {
+  const created = await ok<{ id: string }>("mutation", "pipeline.create", { name, graph: rule(name, thresholds[0] ?? 4) }, "ada");
+  const versionIds: string[] = [];
+  for (const threshold of thresholds) {
+    const saved = await ok<{ version: { id: string } }>("mutation", "pipeline.saveVersion", { pipelineId: created.id, graph: rule(name, threshold), message: `threshold ${threshold}` }, "ada");
+    versionIds.push(saved.version.id);
+  }
+  return { pipelineId: created.id, versionIds };
+}
+
+/** Asked by the analyst (with a reason: these versions are new to shadow), approved by Pat. */
+async function approve(versionId: string): Promise<string> {
+  const asked = await ok<{ id: string }>("mutation", "promotion.request", { versionId, reason: "integration test: no time in shadow" }, "ada");
+  await ok("mutation", "promotion.approve", { requestId: asked.id, comment: "numbers checked" }, "pat");
+  return asked.id;
+}
+
+beforeAll(async () => {
+  const url = new URL(parseDatabaseUrl(DATABASE_URL ?? "").connectionString);
+  url.searchParams.set("schema", `kf_shadow_${process.pid}_${Date.now().toString(36)}`);
+  db = createDb({ databaseUrl: url.toString() });
+  await migrate(db);
+  (globalThis as typeof globalThis & { __keyflowDb?: Promise<Db> }).__keyflowDb = Promise.resolve(db);
+  await startRunner();
+  // The route handlers read RUNNER_URL and KAFKA_BROKERS for every request (server/env.ts).
+  process.env.RUNNER_URL = service.url;
+  trpcRoute = (await import("../../app/api/trpc/[trpc]/route")) as Route;
+  loginRoute = (await import("../../app/api/auth/login/route")) as Route;
+  await user("ada@bank.test", "analyst");
+  await user("pat@bank.test", "approver");
+  await user("sam@bank.test", "approver");
+
+  admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: PAYMENTS, numPartitions: 1 }], waitForLeaders: true });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  await producer.send({ topic: PAYMENTS, acks: -1, messages: payments().map((value) => ({ partition: 0, value })) });
+  await producer.disconnect();
+}, 180_000);
+
+afterAll(async () => {
+  if (runner && runner.exitCode === null) {
+    const exited = new Promise((r) => runner.once("exit", r));
+    runner.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (runner.exitCode === null) runner.kill("SIGKILL");
+  }
+  rmSync(dir, { recursive: true, force: true });
+  await admin?.disconnect();
+  (globalThis as typeof globalThis & { __keyflowDb?: Promise<Db> }).__keyflowDb = undefined;
+  if (db?.driver.kind === "postgres" && db.driver.schema) await db.driver.pool.query(`DROP SCHEMA IF EXISTS "${db.driver.schema}" CASCADE`);
+  await db?.close();
+});
+
+describe("shadow beside enforcement on the real broker", () => {
+  const B = `sh-${run}-b`;
+  let b: { pipelineId: string; versionIds: string[] };
+  let enforcingV1: Deployment;
+  let shadowV2: Deployment;
+
+  it("runs version 1 enforcing and version 2 in shadow at once on one topic: the shadow writes only <rule>.shadow, nothing collides", async () => {
+    b = await pipelineWithVersions(B, [4]);
+    const [v1] = b.versionIds as [string];
+    const early = await call("mutation", "promotion.request", { versionId: v1, reason: "" }, "ada");
+    expect(early.error?.code).toBe("BAD_REQUEST");
+    expect(early.error?.message).toMatch(/in shadow 0\.0 days \(never deployed in shadow\), under the policy's 14: promoting it earlier needs a written reason/);
+    await approve(v1);
+    enforcingV1 = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "enforcing", reason: "v1 enforces" }, "pat");
+    // Version 2 (threshold 3) is saved while v1 runs (which voids v1's approval: it was for another graph) and goes to shadow.
+    const saved = await ok<{ version: { id: string } }>("mutation", "pipeline.saveVersion", { pipelineId: b.pipelineId, graph: rule(B, 3), message: "threshold 3" }, "ada");
+    const v2 = saved.version.id;
+    b.versionIds.push(v2);
+    shadowV2 = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v2, mode: "shadow" }, "ada");
+    expect([enforcingV1.status, shadowV2.status]).toEqual(["running", "running"]);
+    await Promise.all([finished(enforcingV1), finished(shadowV2)]);
+
+    const enforced = await readCommitted(ENFORCEMENT);
+    const shadow = await readCommitted(`${B}.shadow`);
+    // Threshold 4 (enforcing): each fraud burst's 4th payment, exactly once. Threshold 3 (shadow): 50 alerts, none of them in the enforcement topic.
+    expect(enforced.map(txIdOf).sort()).toEqual(Array.from({ length: 20 }, (_, k) => `f${k}-3`).sort());
+    expect(shadow.map(txIdOf).sort()).toEqual([...Array.from({ length: 20 }, (_, k) => [`f${k}-2`, `f${k}-3`]).flat(), ...Array.from({ length: 10 }, (_, k) => `b${20 + k}-2`)].sort());
+    // Each version's dead letters (the line that is not JSON) in a topic of its own.
+    // (Counted by offsets: dead letters are written at-least-once, outside transactions.)
+    const messages = async (topic: string) => (await admin.fetchTopicOffsets(topic)).reduce((n, o) => n + Number(o.high) - Number(o.low), 0);
+    expect(await messages(`${B}.dlq`)).toBe(1);
+    expect(await messages(`${B}.dlq.shadow`)).toBe(1);
+    // Own checkpoint folders, own consumer groups (committed offsets at the end of the input for each).
+    for (const d of [enforcingV1, shadowV2]) {
+      expect(existsSync(path.join(dir, "checkpoints", d.id))).toBe(true);
+      const offsets = await admin.fetchOffsets({ groupId: `keyflow.${d.id}.payments`, topics: [PAYMENTS] });
+      expect(Number(offsets[0]?.partitions[0]?.offset)).toBeGreaterThan(2_000);
+    }
+    expect(await topicExists(`${B}.shadow.alerts`)).toBe(false);
+  });
+
+  it("one version in both modes makes the same decisions: the same alerts by record id, with the same evidence", async () => {
+    const A = `sh-${run}-a`;
+    const a = await pipelineWithVersions(A, [4]);
+    const [v1] = a.versionIds as [string];
+    const enforcementBefore = (await readCommitted(ENFORCEMENT)).length;
+    await approve(v1);
+    const [enforcing, shadow] = await Promise.all([
+      ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "enforcing", reason: "same version, both modes" }, "pat"),
+      ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "shadow" }, "ada"),
+    ]);
+    await Promise.all([finished(enforcing), finished(shadow)]);
+    const shadowAlerts = await readCommitted(`${A}.shadow`);
+    const enforcedNow = await readCommitted(ENFORCEMENT);
+    // The enforcing run added its 20 alerts to the shared enforcement topic; the shadow run none.
+    expect(enforcedNow.length - enforcementBefore).toBe(20);
+    const canonical = (alerts: Record<string, unknown>[]) => alerts.map((x) => JSON.stringify(x)).sort();
+    const enforcedByA = enforcedNow.slice(enforcementBefore);
+    expect(canonical(shadowAlerts)).toEqual(canonical(enforcedByA));
+
+    const same = await ok<Comparison>("query", "comparison.compare", { pipelineId: a.pipelineId, newVersionId: v1, oldVersionId: v1 }, "ada");
+    // The enforcement topic also holds rule B's v1 alerts: the same record ids, so they match too.
+    expect(same.stats.counts).toMatchObject({ both: 20, onlyNew: 0, onlyOld: 0 });
+  });
+
+  it("compares shadow version 2 with enforcing version 1 over the same events: counts, per hour, samples, precision and recall", async () => {
+    const result = await ok<Comparison>("query", "comparison.compare", { pipelineId: b.pipelineId, samples: 2 }, "ada");
+    expect(result.new).toMatchObject({ number: 2, mode: "shadow", topics: [`${B}.shadow`], idField: "txId" });
+    expect(result.old).toMatchObject({ number: 1, mode: "enforcing", topics: [ENFORCEMENT] });
+    // The enforcement topic holds rule A's run of the same graph too: the same 20 ids, seen as repeats.
+    expect(result.stats.counts, JSON.stringify({ missing: result.missingTopics, truncated: result.truncatedTopics, unreadable: result.unreadable })).toEqual({ both: 20, onlyNew: 30, onlyOld: 0, newTotal: 50, oldTotal: 20 });
+    expect(result.stats.repeated).toEqual({ new: 0, old: 20 });
+    expect(result.stats.perHour.reduce((s, h) => s + h.new, 0)).toBe(50);
+    expect(result.stats.perHour.reduce((s, h) => s + h.old, 0)).toBe(20);
+    expect(result.stats.samples.onlyNew).toHaveLength(2);
+    expect(result.stats.samples.onlyOld).toHaveLength(0);
+    const sample = result.stats.samples.both[0];
+    expect(sample?.new.value).toMatchObject({ count: 4, evidence: { total: 4 } });
+    expect(txIdOf(sample?.new.value ?? {})).toBe(txIdOf(sample?.old.value ?? {}));
+    // Labels: 80 fraud payments in the input; v2 40 of 50 alerts fraud, v1 20 of 20.
+    expect(result.stats.scores).toMatchObject({ labelField: "isFraud", fraudInInput: 80, new: { labelled: 50, truePositives: 40, precision: 0.8, recall: 0.5 }, old: { labelled: 20, truePositives: 20, precision: 1, recall: 0.25 } });
+    expect(result.unreadable.count).toBe(0);
+  });
+
+  it("asks for a written reason to promote before the policy's days in shadow, and audits it", async () => {
+    const [, v2] = b.versionIds as [string, string];
+    const status = await ok<{ policyDays: number; versions: { number: number; days: number; early: boolean; since: Date | null }[] }>("query", "promotion.status", { pipelineId: b.pipelineId }, "pat");
+    expect(status.policyDays).toBe(14);
+    expect(status.versions.find((v) => v.number === 2)).toMatchObject({ early: true });
+    expect(status.versions.find((v) => v.number === 2)?.since).toBeInstanceOf(Date);
+    const refused = await call("mutation", "promotion.request", { versionId: v2, reason: "soon" }, "ada");
+    expect(refused.error?.message).toMatch(/version 2 has been in shadow 0\.0 days, under the policy's 14: promoting it earlier needs a written reason/);
+    const asked = await ok<{ id: string }>("mutation", "promotion.request", { versionId: v2, reason: "chargebacks are rising on this pattern" }, "ada");
+    const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "request", subjectId: asked.id } });
+    expect(event).toMatchObject({ actor: "ada@bank.test", reason: "chargebacks are rising on this pattern", details: { number: 2, policyDays: 14, early: true } });
+    await ok("mutation", "promotion.approve", { requestId: asked.id, comment: "precision 0.8 is acceptable" }, "pat");
+    const promoted = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v2, mode: "enforcing", reason: `promotion ${asked.id}` }, "pat");
+    await finished(promoted);
+  });
+
+  it("rolls back to version 1 with an approved request for its graph; refuses it without one, and refuses analysts", async () => {
+    const [v1, v2] = b.versionIds as [string, string];
+    const analyst = await call("mutation", "promotion.rollback", { pipelineId: b.pipelineId, reason: "going back" }, "ada");
+    expect(analyst.error?.code).toBe("FORBIDDEN");
+    // v1's approval was voided when v2 was saved: the same rule as any promotion applies.
+    const unapproved = await call("mutation", "promotion.rollback", { pipelineId: b.pipelineId, reason: "going back" }, "pat");
+    expect(unapproved.error?.code).toBe("PRECONDITION_FAILED");
+    expect(unapproved.error?.message).toMatch(/version 1 has no approved promotion request for its graph/);
+    // Going back to a version that enforced before needs no time in shadow, so no reason is asked.
+    const asked = await ok<{ id: string }>("mutation", "promotion.request", { versionId: v1, reason: "" }, "ada");
+    await ok("mutation", "promotion.approve", { requestId: asked.id, comment: "back to v1" }, "sam");
+    const before = await db.prisma.deployment.findMany({ where: { pipelineId: b.pipelineId, mode: "enforcing", status: "running", versionId: v2 }, select: { id: true } });
+    expect(before).toHaveLength(1);
+    const rolled = await ok<{ deployment: Deployment; stopped: { deploymentId: string }[]; promotionId: string | null }>("mutation", "promotion.rollback", { pipelineId: b.pipelineId, reason: "v2 blocks too many good customers" }, "pat");
+    expect(rolled.deployment).toMatchObject({ versionId: v1, mode: "enforcing", status: "running" });
+    expect(rolled.promotionId).toBe(asked.id);
+    expect(rolled.stopped.map((s) => s.deploymentId)).toEqual(before.map((d) => d.id));
+    expect(await db.prisma.deployment.count({ where: { pipelineId: b.pipelineId, mode: "enforcing", status: "running", versionId: v2 } })).toBe(0);
+    const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "rollback", subjectId: rolled.deployment.id } });
+    expect(event).toMatchObject({ actor: "pat@bank.test", reason: "v2 blocks too many good customers", details: { emergency: false, promotionId: asked.id, to: { versionId: v1, number: 1 }, from: [{ versionId: v2, number: 2 }] } });
+    await finished(rolled.deployment);
+  });
+
+  it("rolls back in an emergency without a request, only with a written reason, and records it", async () => {
+    const [v1, v2] = b.versionIds as [string, string];
+    // Now v1 enforces again; the previous enforcing version is v2 (its approval is still there, but the emergency path does not look).
+    const short = await call("mutation", "promotion.rollback", { pipelineId: b.pipelineId, emergency: true, reason: "now" }, "sam");
+    expect(short.error?.message).toMatch(/emergency rollback needs a written reason/);
+    const rolled = await ok<{ deployment: Deployment; promotionId: string | null }>("mutation", "promotion.rollback", { pipelineId: b.pipelineId, emergency: true, reason: "v1 misses an attack under way; v2 catches it" }, "sam");
+    expect(rolled.deployment).toMatchObject({ versionId: v2, mode: "enforcing" });
+    expect(rolled.promotionId).toBeNull();
+    const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "rollback", subjectId: rolled.deployment.id } });
+    expect(event).toMatchObject({ actor: "sam@bank.test", reason: "v1 misses an attack under way; v2 catches it", details: { emergency: true, promotionId: null, to: { versionId: v2, number: 2 } } });
+    // Every version-1 deployment still recorded as enforcing stops (the rollback's and the first one, whose bounded job ended).
+    const from = (event.details as { from: { versionId: string }[] }).from;
+    expect(from.length).toBeGreaterThanOrEqual(1);
+    expect(from.every((d) => d.versionId === v1)).toBe(true);
+    expect(await db.prisma.deployment.count({ where: { pipelineId: b.pipelineId, mode: "enforcing", status: "running", versionId: v1 } })).toBe(0);
+    await finished(rolled.deployment);
+  });
+});
