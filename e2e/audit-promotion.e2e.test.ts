@@ -1,10 +1,17 @@
 // Two people and the audit trail, in Chromium (issue 7, promotion requests): the analyst asks to
 // promote the newest version with a reason; an approver, signed in in another browser, approves it
 // with a comment; both see the request's state, and the pipeline's audit trail shows both people's
-// actions. A newer version then voids the approval. Screenshots: e2e/artifacts/promotion-*.png.
+// actions. A newer version then voids the approval. Then, on the real broker: version 1 enforcing
+// and version 2 in shadow, the approver reads the comparison in the panel, v2 is promoted, and an
+// emergency rollback from the panel returns enforcement to v1, on the audit trail.
+// Screenshots: e2e/artifacts/promotion-*.png.
+import { randomBytes } from "node:crypto";
+import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
-import { apiClient, artifactPath, e2eEmail, launchBrowser, startWebApp, type TestBrowser, type WebApp } from "./support";
+import { apiClient, artifactPath, e2eEmail, launchBrowser, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
+
+const BROKERS = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 
 function rule(name: string, threshold: number): PipelineDocumentInput {
   return {
@@ -24,13 +31,16 @@ function rule(name: string, threshold: number): PipelineDocumentInput {
 
 describe("a promotion request between two people, on the record", () => {
   let app: WebApp;
+  let runner: TestRunner;
   let analyst: TestBrowser;
   let approver: TestBrowser;
   const name = `promoted-${Date.now().toString(36)}`;
   let pipelineId = "";
 
   beforeAll(async () => {
-    app = await startWebApp({ name: "promotion" });
+    if (BROKERS.length === 0) throw new Error("audit-promotion.e2e.test.ts needs KAFKA_BROKERS (the real broker: npm run services)");
+    runner = await startRunner("promotion");
+    app = await startWebApp({ name: "promotion", env: { RUNNER_URL: runner.url, KAFKA_BROKERS: BROKERS.join(",") } });
     const ana = apiClient(app.url, "ana");
     pipelineId = (await ana.pipeline.create.mutate({ name, graph: rule(name, 1000) })).id;
     await ana.pipeline.saveVersion.mutate({ pipelineId, graph: rule(name, 1000), message: "first cut" });
@@ -42,6 +52,7 @@ describe("a promotion request between two people, on the record", () => {
     await analyst?.close();
     await approver?.close();
     await app?.stop();
+    await runner?.stop();
   });
 
   it("is asked for by the analyst, approved by the approver with a comment, and voided by a newer version", async () => {
@@ -79,5 +90,83 @@ describe("a promotion request between two people, on the record", () => {
     await open(analyst);
     await analyst.page.locator('[data-status="void"]').waitFor({ timeout: 20_000 });
     await analyst.page.screenshot({ path: artifactPath("promotion-3-void.png") });
+  });
+
+  it("on the real broker: the approver reads shadow v2 against enforcing v1, v2 is promoted, and an emergency rollback returns to v1", async () => {
+    const run = randomBytes(4).toString("hex");
+    const rule2 = `shadowed-${run}`;
+    const payments = `e2e-${run}-payments`;
+    // 1 000 ordinary payments on 250 cards (none alerts), 20 fraud bursts of 4 (isFraud) and 10 legitimate bursts of 3: threshold 4 alerts 20 times, threshold 3 50 times.
+    const kafka = new Kafka({ clientId: `e2e-${run}`, brokers: BROKERS, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic: payments, numPartitions: 1 }], waitForLeaders: true });
+    await admin.disconnect();
+    const t0 = Date.UTC(2026, 0, 1);
+    const records: { txId: string; cardId: string; amount: number; ts: number; isFraud: boolean }[] = [];
+    for (let i = 0; i < 1_000; i++) records.push({ txId: `t${i}`, cardId: `c${i % 250}`, amount: 10, ts: t0 + i * 2_500, isFraud: false });
+    for (let k = 0; k < 30; k++) for (let j = 0; j < (k < 20 ? 4 : 3); j++) records.push({ txId: `x${k}-${j}`, cardId: `x${k}`, amount: 900, ts: t0 + k * 60_000 + 500 + j * 10_000, isFraud: k < 20 });
+    records.sort((a, b) => a.ts - b.ts);
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic: payments, acks: -1, messages: records.map((r) => ({ partition: 0, value: JSON.stringify(r) })) });
+    await producer.disconnect();
+    const velocity = (threshold: number): PipelineDocumentInput => ({
+      format: PIPELINE_FORMAT,
+      name: rule2,
+      settings: { checkpointIntervalMs: 300 },
+      nodes: [
+        // The e2e runner has no KAFKA_BROKERS of its own: the source names the brokers, and the sinks use them.
+        { id: "payments", type: "source.kafka", params: { topic: payments, brokers: BROKERS, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 }, position: { x: 0, y: 80 } },
+        { id: "byCard", type: "keyBy", params: { field: "cardId" }, position: { x: 240, y: 80 } },
+        { id: "velocity", type: "velocity", params: { threshold, windowMs: "10m", idField: "txId" }, position: { x: 480, y: 80 } },
+        { id: "alerts", type: "sink.kafka", params: { topic: `${rule2}-enforcement`, deliveryGuarantee: "exactly-once" }, position: { x: 720, y: 80 } },
+      ],
+      edges: [
+        { from: "payments", to: "byCard" },
+        { from: "byCard", to: "velocity" },
+        { from: "velocity", to: "alerts" },
+      ],
+    });
+    const ana = apiClient(app.url, "ana");
+    const pat = apiClient(app.url, "pat", "approver");
+    const finished = async (runnerJobId: string | null) =>
+      expect
+        .poll(async () => ((await (await fetch(`${runner.url}/jobs/${runnerJobId}`)).json()) as { status: string }).status, { timeout: 60_000, interval: 250 })
+        .toBe("finished");
+    const id = (await ana.pipeline.create.mutate({ name: rule2, graph: velocity(4) })).id;
+    const v1 = (await ana.pipeline.saveVersion.mutate({ pipelineId: id, graph: velocity(4), message: "threshold 4" })).version.id;
+    const asked1 = await ana.promotion.request.mutate({ versionId: v1, reason: "first version of this rule, e2e" });
+    await pat.promotion.approve.mutate({ requestId: asked1.id, comment: "ok" });
+    const enforcing1 = await pat.deployment.deploy.mutate({ versionId: v1, mode: "enforcing", reason: "v1 enforces" });
+    const v2 = (await ana.pipeline.saveVersion.mutate({ pipelineId: id, graph: velocity(3), message: "threshold 3" })).version.id;
+    const shadow2 = await ana.deployment.deploy.mutate({ versionId: v2, mode: "shadow" });
+    await finished(enforcing1.runnerJobId);
+    await finished(shadow2.runnerJobId);
+
+    await approver.page.goto(`${app.url}/?pipeline=${id}`, { waitUntil: "domcontentloaded" });
+    await approver.page.getByTestId("tab-audit").click();
+    await approver.page.getByTestId("comparison").waitFor();
+    await expect.poll(async () => approver.page.getByTestId("comparison-only-new").textContent(), { timeout: 30_000 }).toBe("30");
+    expect(await approver.page.getByTestId("comparison-both").textContent()).toBe("20");
+    expect(await approver.page.getByTestId("comparison-only-old").textContent()).toBe("0");
+    expect(await approver.page.getByTestId("comparison-scores").textContent()).toContain("80.0 % / 100.0 %");
+    expect(await approver.page.getByTestId("promotion-days").getAttribute("data-early")).toBe("true");
+    await approver.page.screenshot({ path: artifactPath("promotion-4-comparison.png"), fullPage: true });
+
+    // v2 is promoted (early, so with a reason), then rolled back from the panel in an emergency.
+    const asked2 = await ana.promotion.request.mutate({ versionId: v2, reason: "catches the bursts v1 misses" });
+    await pat.promotion.approve.mutate({ requestId: asked2.id, comment: "precision 80 % is acceptable" });
+    await pat.deployment.deploy.mutate({ versionId: v2, mode: "enforcing", reason: `promotion ${asked2.id}` });
+    await approver.page.reload({ waitUntil: "domcontentloaded" });
+    await approver.page.getByTestId("tab-audit").click();
+    await approver.page.getByTestId("rollback-emergency").waitFor({ timeout: 20_000 });
+    await approver.page.getByTestId("rollback-reason").fill("v2 blocks good customers at checkout");
+    await approver.page.getByTestId("rollback-emergency").click();
+    const trail = approver.page.getByTestId("audit-view");
+    await expect.poll(async () => (await trail.locator("[data-action]").allTextContents()).join("\n"), { timeout: 20_000 }).toContain(`rollback · ${e2eEmail("pat")}`);
+    expect((await trail.locator("[data-action]").allTextContents()).join("\n")).toContain("why: v2 blocks good customers at checkout");
+    await expect.poll(async () => approver.page.getByTestId("rollback").textContent(), { timeout: 20_000 }).toContain("Enforcing now: v1");
+    await approver.page.screenshot({ path: artifactPath("promotion-5-rollback.png"), fullPage: true });
   });
 });

@@ -1,11 +1,14 @@
 "use client";
-// Promotion to enforcement for the pipeline on screen: ask for the newest version (analysts), and
-// approve or reject pending requests with a comment (approvers other than the requester). The
-// server enforces all of it; the buttons only avoid offering what would be refused.
+// Promotion to enforcement for the pipeline on screen: ask for the newest version (analysts; a
+// written reason before the policy's days in shadow), approve or reject pending requests with a
+// comment (approvers other than the requester) beside the shadow/enforcement comparison, and roll
+// enforcement back to the previous version (approved, or an emergency with a reason). The server
+// enforces all of it; the buttons only avoid offering what would be refused.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
+import { ComparisonView } from "../comparison/ComparisonView";
 import "./audit.css";
 
 export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
@@ -17,16 +20,29 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const ask = useMutation(trpc.promotion.request.mutationOptions({ onSettled: refresh }));
   const approve = useMutation(trpc.promotion.approve.mutationOptions({ onSettled: refresh }));
   const reject = useMutation(trpc.promotion.reject.mutationOptions({ onSettled: refresh }));
-  const enforce = useMutation(trpc.deployment.deploy.mutationOptions({ onSettled: () => Promise.all([refresh(), queryClient.invalidateQueries({ queryKey: trpc.pipeline.get.queryKey({ id: pipeline.id }) })]) }));
+  const status = useQuery(trpc.promotion.status.queryOptions({ pipelineId: pipeline.id }));
+  const refreshAll = () => Promise.all([refresh(), queryClient.invalidateQueries({ queryKey: trpc.promotion.status.queryKey({ pipelineId: pipeline.id }) }), queryClient.invalidateQueries({ queryKey: trpc.pipeline.get.queryKey({ id: pipeline.id }) })]);
+  const enforce = useMutation(trpc.deployment.deploy.mutationOptions({ onSettled: refreshAll }));
+  const rollback = useMutation(trpc.promotion.rollback.mutationOptions({ onSettled: refreshAll }));
   const [reason, setReason] = useState("");
+  const [emergencyReason, setEmergencyReason] = useState("");
   const [comments, setComments] = useState<Record<string, string>>({});
   const newest = pipeline.versions[0];
   const isApprover = me.data?.role === "approver" || me.data?.role === "admin";
-  const error = ask.error ?? approve.error ?? reject.error ?? enforce.error;
+  const error = ask.error ?? approve.error ?? reject.error ?? enforce.error ?? rollback.error;
+  const ageOf = (versionId: string) => status.data?.versions.find((v) => v.versionId === versionId);
+  const newestAge = newest ? ageOf(newest.id) : undefined;
+  const plan = status.data?.rollback.plan ?? null;
 
   return (
     <section className="kf-promotion" data-testid="promotion-panel">
       <h3>Promotion to enforcement</h3>
+      {newestAge ? (
+        <p data-testid="promotion-days" data-early={newestAge.early ? "true" : "false"}>
+          v{newestAge.number}: {newestAge.since ? `${newestAge.days.toFixed(1)} days in shadow` : "never deployed in shadow"}, policy {newestAge.policyDays} days
+          {newestAge.early ? " — promoting earlier needs a written reason" : newestAge.enforcedBefore ? " (enforced before)" : ""}
+        </p>
+      ) : null}
       {newest ? (
         <div className="kf-promotion__ask">
           <input value={reason} onChange={(e) => setReason(e.target.value)} placeholder="why (e.g. 14 days in shadow, precision …)" aria-label="reason for the promotion" data-testid="promotion-reason" />
@@ -38,6 +54,36 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
         <p>Save a version first: only versions are promoted.</p>
       )}
       {error ? <p className="kf-auth__error" role="alert">{error.message}</p> : null}
+      <ComparisonView pipelineId={pipeline.id} />
+      <div className="kf-promotion__rollback" data-testid="rollback">
+        <h4>Rollback</h4>
+        {status.data && status.data.enforcing.length > 0 ? <p>Enforcing now: {status.data.enforcing.map((d) => `v${d.number}`).join(", ")}</p> : <p>Nothing enforces now.</p>}
+        {plan ? (
+          <>
+            <p>
+              Back to v{plan.previous.number}: {status.data?.rollback.previousApproval ? `approved by ${status.data.rollback.previousApproval.decidedBy}` : "needs an approved request for its graph (ask above with its version, or use the emergency path)"}
+            </p>
+            <button type="button" className="kf-button kf-button--small" disabled={ask.isPending} onClick={() => ask.mutate({ versionId: plan.previous.versionId, reason: `roll back to v${plan.previous.number}` })} data-testid="rollback-request">
+              Ask to return to v{plan.previous.number}
+            </button>
+            {isApprover ? (
+              <>
+                <button type="button" className="kf-button kf-button--small" disabled={rollback.isPending} onClick={() => rollback.mutate({ pipelineId: pipeline.id, emergency: false, reason: `approved rollback to v${plan.previous.number}` })} data-testid="rollback-approved">
+                  Roll back to v{plan.previous.number}
+                </button>
+                <div className="kf-promotion__decide">
+                  <input value={emergencyReason} onChange={(e) => setEmergencyReason(e.target.value)} placeholder="why (recorded in the audit trail)" aria-label="reason for the emergency rollback" data-testid="rollback-reason" />
+                  <button type="button" className="kf-button kf-button--small kf-button--danger" disabled={rollback.isPending} onClick={() => rollback.mutate({ pipelineId: pipeline.id, emergency: true, reason: emergencyReason }, { onSuccess: () => setEmergencyReason("") })} data-testid="rollback-emergency">
+                    Emergency rollback
+                  </button>
+                </div>
+              </>
+            ) : null}
+          </>
+        ) : status.data ? (
+          <p>{status.data.rollback.why}</p>
+        ) : null}
+      </div>
       <ul className="kf-audit__list">
         {(requests.data ?? []).map((r) => (
           <li key={r.id} data-testid={`promotion-${r.id}`} data-status={r.status}>

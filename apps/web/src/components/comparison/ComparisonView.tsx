@@ -1,0 +1,116 @@
+"use client";
+// Shadow against enforcement for the approver: alerts in both, only in the new version, only in the
+// old, alerts per hour of event time, precision and recall where the records carry a label, and a
+// few full alerts of each class with their evidence. The numbers come from comparison.compare,
+// which reads both alert topics on the server; nothing is computed here.
+import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { useTRPC } from "../../trpc/react";
+import "./comparison.css";
+
+const percent = (x: number | null) => (x === null ? "–" : `${(x * 100).toFixed(1)} %`);
+
+export function ComparisonView({ pipelineId }: { pipelineId: string }) {
+  const trpc = useTRPC();
+  const [labelField, setLabelField] = useState("isFraud");
+  const comparison = useQuery({ ...trpc.comparison.compare.queryOptions({ pipelineId, labelField: labelField.trim() || null, samples: 3 }), retry: false });
+  const data = comparison.data;
+
+  return (
+    <section className="kf-comparison" data-testid="comparison">
+      <h4>Shadow against enforcement</h4>
+      <div className="kf-comparison__controls">
+        <label>
+          label field{" "}
+          <input value={labelField} onChange={(e) => setLabelField(e.target.value)} aria-label="label field" data-testid="comparison-label" />
+        </label>
+        <button type="button" className="kf-button kf-button--small" onClick={() => void comparison.refetch()} disabled={comparison.isFetching} data-testid="comparison-refresh">
+          {comparison.isFetching ? "Reading…" : "Refresh"}
+        </button>
+      </div>
+      {comparison.error ? <p className="kf-comparison__note" role="status">{comparison.error.message}</p> : null}
+      {data ? (
+        <>
+          <p className="kf-comparison__note">
+            v{data.new.number} in shadow ({data.new.topics.join(", ")}) against v{data.old.number} enforcing ({data.old.topics.join(", ")}), matched by <code>{data.new.idField}</code>
+            {data.stats.range.fromTs !== null || data.stats.range.toTs !== null ? `, event time ${new Date(data.stats.range.fromTs ?? 0).toISOString()} – ${data.stats.range.toTs === null ? "end" : new Date(data.stats.range.toTs).toISOString()}` : ", both topics whole"}
+          </p>
+          <table className="kf-table kf-comparison__counts">
+            <tbody>
+              <tr>
+                <th>in both</th>
+                <td data-testid="comparison-both">{data.stats.counts.both}</td>
+                <th>only v{data.new.number} (new)</th>
+                <td data-testid="comparison-only-new">{data.stats.counts.onlyNew}</td>
+                <th>only v{data.old.number} (old)</th>
+                <td data-testid="comparison-only-old">{data.stats.counts.onlyOld}</td>
+              </tr>
+              {data.stats.scores ? (
+                <tr data-testid="comparison-scores">
+                  <th>precision new / old</th>
+                  <td colSpan={2}>
+                    {percent(data.stats.scores.new.precision)} / {percent(data.stats.scores.old.precision)}
+                  </td>
+                  <th>recall new / old</th>
+                  <td colSpan={2}>
+                    {percent(data.stats.scores.new.recall)} / {percent(data.stats.scores.old.recall)}
+                    {data.stats.scores.fraudInInput !== null ? ` of ${data.stats.scores.fraudInInput} labelled fraud` : " (input labels not read)"}
+                  </td>
+                </tr>
+              ) : null}
+            </tbody>
+          </table>
+          {data.stats.repeated.new + data.stats.repeated.old > 0 ? (
+            <p className="kf-comparison__note">
+              Records alerted more than once in one topic (counted once): new {data.stats.repeated.new}, old {data.stats.repeated.old}.
+            </p>
+          ) : null}
+          {data.unreadable.count > 0 ? <p className="kf-comparison__note">{data.unreadable.count} messages were not alerts: {data.unreadable.first.map((u) => `${u.topic}[${u.partition}]@${u.offset} ${u.reason}`).join("; ")}</p> : null}
+          {data.missingTopics.length + data.truncatedTopics.length > 0 ? (
+            <p className="kf-comparison__note">
+              {data.missingTopics.length > 0 ? `Not written yet: ${data.missingTopics.join(", ")}. ` : ""}
+              {data.truncatedTopics.length > 0 ? `Read only in part (too large): ${data.truncatedTopics.join(", ")}.` : ""}
+            </p>
+          ) : null}
+          <table className="kf-table kf-comparison__hours" data-testid="comparison-per-hour">
+            <thead>
+              <tr>
+                <th>hour (UTC, event time)</th>
+                <th>v{data.new.number}</th>
+                <th>v{data.old.number}</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.stats.perHour.slice(-48).map((h) => (
+                <tr key={h.hourStart}>
+                  <td>{new Date(h.hourStart).toISOString().slice(0, 13).replace("T", " ")}:00</td>
+                  <td>{h.new}</td>
+                  <td>{h.old}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <details className="kf-comparison__samples" data-testid="comparison-samples">
+            <summary>Samples with their evidence</summary>
+            {(
+              [
+                ["only new", data.stats.samples.onlyNew.map((a) => a.value)],
+                ["only old", data.stats.samples.onlyOld.map((a) => a.value)],
+                ["in both (new)", data.stats.samples.both.map((p) => p.new.value)],
+              ] as const
+            ).map(([title, alerts]) => (
+              <div key={title}>
+                <h5>
+                  {title} ({alerts.length})
+                </h5>
+                {alerts.map((value, i) => (
+                  <pre key={i}>{JSON.stringify(value, null, 2)}</pre>
+                ))}
+              </div>
+            ))}
+          </details>
+        </>
+      ) : null}
+    </section>
+  );
+}
