@@ -85,7 +85,8 @@ async function seedAndDeploy(): Promise<void> {
     if (seeded.created) console.log(`[start] seeded pipeline "${document.name}" (version ${seeded.versionNumber})`);
     if (document.name === DEMO_PIPELINE) demoVersionId = seeded.versionId;
   }
-  const jobs: unknown = await (await fetch(`${runnerUrl}/jobs`)).json();
+  const token = process.env.KEYFLOW_RUNNER_TOKEN;
+  const jobs: unknown = await (await fetch(`${runnerUrl}/jobs`, token ? { headers: { authorization: `Bearer ${token}` } } : {})).json();
   const list = (Array.isArray(jobs) ? jobs : ((jobs as { jobs?: unknown[] }).jobs ?? [])) as Array<{ status?: string }>;
   if (list.some((job) => job.status === "running")) return;
   if (!demoVersionId) throw new Error(`the example pipeline "${DEMO_PIPELINE}" is missing from ${examplesDir}`);

@@ -185,7 +185,9 @@ function runnerUrl(flag: string | undefined, env: RunnerEnv): string {
 async function callRunner(base: string, method: string, url: string, body: unknown, command: string): Promise<Record<string, unknown> | undefined> {
   let res: Response;
   try {
-    res = await fetch(`${base}${url}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const token = process.env.KEYFLOW_RUNNER_TOKEN;
+    const headers: Record<string, string> = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    res = await fetch(`${base}${url}`, { method, headers, body: JSON.stringify(body) });
   } catch (err) {
     process.stderr.write(`keyflow ${command}: the runner at ${base} does not answer (${errorMessage(err)}); start it with \`keyflow serve\` or pass --runner URL\n`);
     return undefined;

@@ -6,7 +6,9 @@ import { z } from "zod";
 const envSchema = z.object({
   KAFKA_BROKERS: z.string().optional(),
   RUNNER_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
-  RUNNER_HOST: z.string().min(1).default("0.0.0.0"),
+  RUNNER_HOST: z.string().min(1).default("127.0.0.1"),
+  /** Bearer token the job-control API requires (all but /healthz and /metrics); unset: loopback only. */
+  KEYFLOW_RUNNER_TOKEN: z.string().min(16, { error: "must be at least 16 characters" }).optional(),
   DATABASE_URL: z.string().optional(),
   /** Where the service keeps each job's checkpoints (one folder per job). */
   KEYFLOW_CHECKPOINT_ROOT: z.string().optional(),
@@ -26,6 +28,8 @@ export interface RunnerEnv {
   kafkaBrokers: readonly string[] | undefined;
   runnerPort: number;
   runnerHost: string;
+  /** KEYFLOW_RUNNER_TOKEN; undefined: no token, and the service refuses to listen beyond loopback. */
+  runnerToken?: string;
   databaseUrl: string | undefined;
   checkpointRoot: string;
   dataDir: string;
@@ -52,6 +56,7 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env, cwd: string = p
     kafkaBrokers: brokers && brokers.length > 0 ? brokers : undefined,
     runnerPort: e.RUNNER_PORT,
     runnerHost: e.RUNNER_HOST,
+    ...(e.KEYFLOW_RUNNER_TOKEN !== undefined && e.KEYFLOW_RUNNER_TOKEN !== "" ? { runnerToken: e.KEYFLOW_RUNNER_TOKEN } : {}),
     databaseUrl: e.DATABASE_URL === "" ? undefined : e.DATABASE_URL,
     checkpointRoot: path.resolve(cwd, e.KEYFLOW_CHECKPOINT_ROOT ?? ".keyflow/checkpoints"),
     dataDir,

@@ -1,6 +1,7 @@
 // The runner's HTTP API (node:http, no framework): health, Prometheus metrics, and job control for
 // the web app. Request bodies are checked with zod and the shared pipeline validator; a 400 lists
 // every problem, naming the node.
+import { timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
 import { z } from "zod";
@@ -53,7 +54,7 @@ class HttpError extends Error {
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body, (_k, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? null : v));
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "access-control-allow-origin": "*" });
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8" });
   res.end(text + "\n");
 }
 
@@ -426,7 +427,6 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           "content-type": "text/event-stream; charset=utf-8",
           "cache-control": "no-cache",
           connection: "keep-alive",
-          "access-control-allow-origin": "*",
         });
         let previous: { at: number; snap: LiveSnapshot } | undefined;
         const push = () => {
@@ -459,13 +459,9 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
   return createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://runner");
     const method = req.method ?? "GET";
-    if (method === "OPTIONS") {
-      res.writeHead(204, {
-        "access-control-allow-origin": "*",
-        "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
-        "access-control-allow-headers": "content-type",
-      });
-      res.end();
+    const refused = refuseRequest(req, url.pathname, method, env.runnerToken);
+    if (refused) {
+      send(res, refused.status, { error: refused.error });
       return;
     }
     const matching = routes.filter((r) => r.pattern.test(url.pathname));
@@ -488,4 +484,25 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         else res.end();
       });
   });
+}
+
+/**
+ * The job-control API's guard. No browser talks to the runner (the web app calls it from its server),
+ * so there is no CORS: a page on another site cannot read it, and requiring `application/json` on
+ * POST keeps a cross-site form or `text/plain` post (which skips the preflight) from deploying or
+ * stopping a job. With KEYFLOW_RUNNER_TOKEN set, every route but the probes wants the bearer token.
+ */
+export function refuseRequest(req: IncomingMessage, pathname: string, method: string, token: string | undefined): { status: number; error: string } | undefined {
+  const probe = method === "GET" && (pathname === "/healthz" || pathname === "/metrics");
+  if (token !== undefined && !probe) {
+    const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+    const a = Buffer.from(given);
+    const b = Buffer.from(token);
+    if (a.length !== b.length || !timingSafeEqual(a, b)) return { status: 401, error: "missing or wrong bearer token (the runner's KEYFLOW_RUNNER_TOKEN)" };
+  }
+  if (method === "POST" && !/^application\/json\b/i.test(req.headers["content-type"] ?? "")) {
+    return { status: 415, error: `${method} ${pathname} takes content-type application/json` };
+  }
+  if (method === "OPTIONS") return { status: 405, error: "no cross-origin access: the runner's API is for servers" };
+  return undefined;
 }

@@ -35,6 +35,10 @@ export async function createRunnerService(env: RunnerEnv, log: Logger = createLo
     if (applied.applied.length > 0) log.info(`applied migrations: ${applied.applied.join(", ")}`);
     reporter = new PostgresJobReporter(opened.prisma, log.child("postgres"));
   }
+  if (env.runnerToken === undefined && !isLoopback(env.runnerHost)) {
+    await db?.close();
+    throw new Error(`RUNNER_HOST=${env.runnerHost} would expose the job-control API beyond this machine without a token: set KEYFLOW_RUNNER_TOKEN (at least 16 characters) or listen on 127.0.0.1`);
+  }
   const jobs = new JobManager(env, log, { ...opts, ...(reporter ? { events: reporter } : {}) });
   const registry = createMetricsRegistry(jobs);
   const server = createRunnerServer({ jobs, registry, env, log });
@@ -116,4 +120,8 @@ export async function startRunnerService(o: { env: RunnerEnv; deployFiles: reado
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
   });
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }

@@ -116,7 +116,7 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
     expect(meta.savepointOf.jobId).toBe(`sp-${run}-a`);
 
     // Stop with a savepoint: the first job's output ends exactly at it.
-    const stopped = await api<JobView & { savepointPath: string }>("POST", `/jobs/sp-${run}-a/stop?savepoint=true`);
+    const stopped = await api<JobView & { savepointPath: string }>("POST", `/jobs/sp-${run}-a/stop?savepoint=true`, {});
     expect(stopped.status, JSON.stringify(stopped.json)).toBe(200);
     expect(stopped.json.status).toBe("stopped");
     const savepoint = stopped.json.savepointPath;

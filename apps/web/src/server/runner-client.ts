@@ -2,6 +2,16 @@
 // dry-run a draft on a sample (POST /dry-run).
 import { z } from "zod";
 import type { PipelineDocument } from "@keyflow/operators";
+import { serverEnv } from "./env";
+
+/** Every call carries the runner's bearer token when one is configured (KEYFLOW_RUNNER_TOKEN). */
+export function withRunnerAuth(init: RequestInit): RequestInit {
+  const token = serverEnv().runnerToken;
+  if (token === undefined) return init;
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${token}`);
+  return { ...init, headers };
+}
 
 const SUBMIT_TIMEOUT_MS = 15_000;
 
@@ -48,12 +58,15 @@ export interface JobStart {
 export async function submitJob(runnerUrl: string, body: { deploymentId: string; pipeline: PipelineDocument } & JobStart): Promise<SubmittedJob> {
   let response: Response;
   try {
-    response = await fetch(`${runnerUrl}/jobs`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(SUBMIT_TIMEOUT_MS),
-    });
+    response = await fetch(
+      `${runnerUrl}/jobs`,
+      withRunnerAuth({
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(SUBMIT_TIMEOUT_MS),
+      }),
+    );
   } catch (error) {
     const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
     throw new RunnerError(`the runner at ${runnerUrl} did not answer (${reason}); is it running? (npm start starts it; RUNNER_URL points elsewhere)`);
@@ -147,12 +160,15 @@ export class RunnerRefusedError extends RunnerError {
 export async function dryRunPipeline(runnerUrl: string, body: { pipeline: PipelineDocument; records: DryRunSample; sourceNodeId?: string }): Promise<DryRunResult> {
   let response: Response;
   try {
-    response = await fetch(`${runnerUrl}/dry-run`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(DRY_RUN_TIMEOUT_MS),
-    });
+    response = await fetch(
+      `${runnerUrl}/dry-run`,
+      withRunnerAuth({
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(DRY_RUN_TIMEOUT_MS),
+      }),
+    );
   } catch (error) {
     const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
     throw new RunnerError(`the runner at ${runnerUrl} did not answer (${reason}); is it running? (npm start starts it; RUNNER_URL points elsewhere)`);
@@ -186,7 +202,7 @@ async function runnerFetch(runnerUrl: string, pathname: string, init: RequestIni
   const { timeoutMs, signal, ...rest } = init;
   const signals = [AbortSignal.timeout(timeoutMs ?? JOB_TIMEOUT_MS), ...(signal ? [signal] : [])];
   try {
-    return await fetch(`${runnerUrl}${pathname}`, { ...rest, signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) });
+    return await fetch(`${runnerUrl}${pathname}`, withRunnerAuth({ ...rest, signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) }));
   } catch (error) {
     if (signal?.aborted) throw error;
     const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);

@@ -8,7 +8,7 @@ import type { PrismaClient } from "@keyflow/db";
 import { runnerSnapshotSchema, toLiveMetrics, type LiveMetrics, type RunnerSnapshot } from "../../live/metrics";
 import { notFound } from "../errors";
 import { JobControlBusyError, jobControls, type JobControlKind, type JobControlRegistry, type JobControlRun } from "../../live/job-controls";
-import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, savepointJob, stopJob, stopJobWithSavepoint, streamJobMetrics } from "../runner-client";
+import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, savepointJob, stopJob, stopJobWithSavepoint, streamJobMetrics, withRunnerAuth } from "../runner-client";
 import { deployVersion } from "./deployments";
 
 async function findDeployment(prisma: PrismaClient, deploymentId: string) {
@@ -147,7 +147,7 @@ export async function throttleSink(prisma: PrismaClient, runnerUrl: string, inpu
 async function runnerJson(runnerUrl: string, path: string, init: RequestInit, deploymentId: string): Promise<unknown> {
   let response: Response;
   try {
-    response = await fetch(`${runnerUrl}${path}`, { ...init, signal: AbortSignal.timeout(15_000) });
+    response = await fetch(`${runnerUrl}${path}`, withRunnerAuth({ ...init, signal: AbortSignal.timeout(15_000) }));
   } catch (error) {
     const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
     throw new TRPCError({ code: "BAD_GATEWAY", message: `the runner at ${runnerUrl} did not answer (${reason})` });
