@@ -69,6 +69,8 @@ function payment(i: number, seed: { next(): number }) {
       country: "NL",
       channel: seed.next() < 0.5 ? "ecom" : "pos",
       device: `dev-${Math.floor(seed.next() * 1e6).toString(16)}`,
+      ip: `10.${Math.floor(seed.next() * 256)}.${Math.floor(seed.next() * 256)}.${Math.floor(seed.next() * 256)}`,
+      mcc: "5411",
       ts: 1_780_000_000_000 + Math.floor(i / 10) + Math.floor(seed.next() * 500),
     }),
   };
@@ -87,7 +89,7 @@ function mulberry32(a: number) {
 }
 
 async function ensureInput(): Promise<string> {
-  const topic = `bench.payments.${events}.${keys}`;
+  const topic = `bench.payments.v2.${events}.${keys}`;
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -190,8 +192,9 @@ const javaOpens = ["java.base/java.util", "java.base/java.lang", "java.base/java
 
 async function runFlink(classpath: string, input: string, workload: "w0" | "w1", parallelism: number, guarantee: string, run: number): Promise<Measurement> {
   const out = `bench.out.flink.${workload}.p${parallelism}.${guarantee}.${Date.now()}.${run}`;
-  const args = [...javaOpens, "-Xmx2g", "-cp", classpath, "dev.keyflow.bench.FlinkBench", "--workload", workload, "--brokers", broker, "--in", input, "--out", out, "--parallelism", String(parallelism), "--guarantee", guarantee, "--checkpointMs", String(checkpointIntervalMs), "--threshold", String(velocity.threshold), "--windowMs", String(velocity.windowMs)];
-  const r = await timed("java", args, flinkDir);
+  const checkpointDir = mkdtempSync(path.join(tmpdir(), "keyflow-bench-flink-"));
+  const args = [...javaOpens, "-Xmx2g", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", classpath, "dev.keyflow.bench.FlinkBench", "--workload", workload, "--brokers", broker, "--in", input, "--out", out, "--parallelism", String(parallelism), "--guarantee", guarantee, "--checkpointMs", String(checkpointIntervalMs), "--threshold", String(velocity.threshold), "--windowMs", String(velocity.windowMs), "--checkpointDir", checkpointDir];
+  const r = await timed("java", args, flinkDir).finally(() => rmSync(checkpointDir, { recursive: true, force: true }));
   const m = /FLINK_BENCH_RESULT (\{.*\})/.exec(r.stdout);
   if (!m?.[1]) throw new Error(`the Flink job printed no result:\n${r.stdout.slice(-2000)}`);
   const result = JSON.parse(m[1]) as { netRuntimeMs: number; wallMs: number };

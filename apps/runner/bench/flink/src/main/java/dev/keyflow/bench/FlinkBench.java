@@ -49,6 +49,11 @@ public final class FlinkBench {
 
     Configuration conf = new Configuration();
     conf.setString("state.backend.type", "hashmap");
+    // A failure must end the run with its reason, not replay the input into the output again.
+    conf.setString("restart-strategy.type", "none");
+    // Checkpoints to files, as Keyflow's go to its checkpoint directory (the JobManager's heap holds 5 MB at most).
+    conf.setString("execution.checkpointing.storage", "filesystem");
+    conf.setString("execution.checkpointing.dir", "file://" + args.getOrDefault("checkpointDir", System.getProperty("java.io.tmpdir") + "/keyflow-flink-bench"));
     StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(parallelism, conf);
     env.enableCheckpointing(checkpointMs);
 
