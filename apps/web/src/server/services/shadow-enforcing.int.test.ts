@@ -131,12 +131,16 @@ async function eventually<T>(check: () => Promise<T | undefined>, what: string, 
   }
 }
 
-/** Waits for the deployment's runner job to finish (bounded input), failing on a failed job. */
+/**
+ * Waits for the deployment's runner job to finish (bounded input), failing on a failed job. A restart
+ * is the runner's own recovery (e.g. a fresh broker's group coordinator still loading when the job
+ * joins): the job resumes from its checkpoint, and the exactly-once sinks keep the counts below exact.
+ */
 async function finished(deployment: Deployment): Promise<void> {
   await eventually(async () => {
     const res = await fetch(`${service.url}/jobs/${deployment.runnerJobId}`);
     const job = (await res.json()) as { status: string; failure?: string };
-    if (job.status === "failed" || job.status === "restarting") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog}`);
+    if (job.status === "failed") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog}`);
     return job.status === "finished" ? true : undefined;
   }, `deployment ${deployment.id} (${deployment.mode}) to finish`);
 }
