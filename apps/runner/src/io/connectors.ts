@@ -114,10 +114,14 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
     deadLetters(): DeadLetterSink {
       const dlqLog = log.child("dead-letters");
       if (usesKafka(doc)) {
+        // Dead letters follow the pipeline's promise: when any Kafka sink is exactly-once, each refused
+        // record must reach the dead-letter topic once across restarts too, so they share its 2PC.
+        const exactlyOnce = doc.nodes.some((n) => n.type === "sink.kafka" && ioParams("sink.kafka", n.id, n.params).deliveryGuarantee === "exactly-once");
         const writer = new KafkaWriter({
           ...kafkaFor("dead-letters", undefined),
           topic: deadLetterTopic(doc),
-          guarantee: "at-least-once",
+          guarantee: exactlyOnce ? "exactly-once" : "at-least-once",
+          ...(exactlyOnce ? { transactionalId: safeId(`keyflow.${ctx.jobId}.dead-letters.0`), transactionTimeoutMs: txTimeout } : {}),
           what: "the dead-letter output",
           log: dlqLog,
         });

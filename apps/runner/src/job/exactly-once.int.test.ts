@@ -45,8 +45,22 @@ function random(seed: number): () => number {
   };
 }
 
+/** What produceTestPayments writes: every 40th payment twice (dedup holds the copy back), every 100th followed by a malformed line. */
+function expectedCounts(): { dupes: number; malformed: number } {
+  let lines = 0;
+  let dupes = 0;
+  let malformed = 0;
+  for (let i = 0; lines < EVENTS; i++) {
+    lines++;
+    if (i % 40 === 0 && lines < EVENTS) (lines++, dupes++);
+    if (i % 100 === 99 && lines < EVENTS) (lines++, malformed++);
+  }
+  return { dupes, malformed };
+}
+
 function producePayments(): Promise<void> {
-  return produceTestPayments(kafka, PAYMENTS, EVENTS, CARDS);
+  // 1 % of the lines are not JSON: each must reach the dead-letter topic once, crashes or not.
+  return produceTestPayments(kafka, PAYMENTS, EVENTS, CARDS, 100);
 }
 
 /** `<base>-alerts` (velocity), `<base>-dupes` (dedup's held-back copies), `<base>-late` (none expected). */
@@ -97,15 +111,17 @@ function difference(got: string[], want: string[]): { missing: number; extra: nu
 interface Outputs {
   alerts: string[];
   dupes: string[];
+  /** The pipeline's `<name>.dlq`, read committed: the malformed lines' original bytes. */
+  deadLetters: string[];
 }
-let reference: Outputs = { alerts: [], dupes: [] };
+let reference: Outputs = { alerts: [], dupes: [], deadLetters: [] };
 
-async function readOutputs(base: string, dedup = true): Promise<Outputs> {
-  return { alerts: await readCommitted(`${base}-alerts`), dupes: dedup ? await readCommitted(`${base}-dupes`) : [] };
+async function readOutputs(name: string, base: string, dedup = true): Promise<Outputs> {
+  return { alerts: await readCommitted(`${base}-alerts`), dupes: dedup ? await readCommitted(`${base}-dupes`) : [], deadLetters: await readCommitted(`${name}.dlq`) };
 }
 
 function expectSameOutput(got: Outputs, want: Outputs = reference): void {
-  for (const k of ["alerts", "dupes"] as const) {
+  for (const k of ["alerts", "dupes", "deadLetters"] as const) {
     const diff = difference(got[k], want[k]);
     expect(diff, `${k}:\n${diff.sample.join("\n")}`).toEqual({ missing: 0, extra: 0, sample: [] });
   }
@@ -119,10 +135,12 @@ beforeAll(async () => {
   const base = `eo-${run}-reference`;
   const r = await runToEnd(writePipeline(`eo-ref-${run}`, base), path.join(dir, "ckpt-reference")).done;
   expectFinished(r);
-  reference = await readOutputs(base);
+  reference = await readOutputs(`eo-ref-${run}`, base);
+  expect(reference.deadLetters.length).toBe(expectedCounts().malformed);
+  expect(new Set(reference.deadLetters).size).toBe(reference.deadLetters.length);
   // Enough output that every crash falls among it.
   expect(reference.alerts.length).toBeGreaterThan(10_000);
-  expect(reference.dupes.length).toBe(Math.ceil(EVENTS / 41));
+  expect(reference.dupes.length).toBe(expectedCounts().dupes);
   expect((await admin.fetchTopicOffsets(`${base}-late`)).every((o) => o.high === o.low)).toBe(true);
 });
 
@@ -141,7 +159,7 @@ describe("exactly-once Kafka output across crashes (dedup -> keyBy -> velocity, 
     if (!dedup) {
       const refBase = `eo-${run}-reference-nodedup`;
       expectFinished(await runToEnd(writePipeline(`eo-ref-nodedup-${run}`, refBase, false), path.join(dir, "ckpt-reference-nodedup")).done);
-      want = await readOutputs(refBase, false);
+      want = await readOutputs(`eo-ref-nodedup-${run}`, refBase, false);
       expect(want.alerts.length).toBeGreaterThan(10_000);
     }
     const base = `eo-${run}-phases-p${parallelism}`;
@@ -158,7 +176,7 @@ describe("exactly-once Kafka output across crashes (dedup -> keyBy -> velocity, 
     if (parallelism > 1) expect(last.stderr).toMatch(new RegExp(`in ${parallelism} keyed subtasks`));
     // The after-commit crash left the newest checkpoint without `_committed`: this run finished it.
     expect(last.stderr).toMatch(/finished the commit of checkpoint \d+ left pending by the previous run/);
-    expectSameOutput(await readOutputs(base, dedup), want);
+    expectSameOutput(await readOutputs(`eo-phases-p${parallelism}-${run}`, base, dedup), want);
   });
 
   it("SIGKILL at 10 or more seeded random moments: the committed alerts equal the uninterrupted run's", async () => {
@@ -194,6 +212,6 @@ describe("exactly-once Kafka output across crashes (dedup -> keyBy -> velocity, 
     expect(moments.length).toBeGreaterThanOrEqual(10);
     finished ??= await runToEnd(file, ckpt).done;
     expectFinished(finished);
-    expectSameOutput(await readOutputs(base));
+    expectSameOutput(await readOutputs(`eo-kills-${run}`, base));
   });
 });

@@ -55,7 +55,8 @@ export async function requestJson<T>(baseUrl: string, method: string, url: strin
  * apart (ending an hour ago) over `cards` cards; every 40th payment is followed by a redelivered copy (same txId), which
  * a dedup node holds back. Sent 5 000 to a request, as a producer batching would.
  */
-export async function produceTestPayments(kafka: Kafka, topic: string, events: number, cards: number): Promise<void> {
+/** `malformedEvery`: every n-th payment is followed by a line that is not JSON (a dead letter), unique by its index. */
+export async function produceTestPayments(kafka: Kafka, topic: string, events: number, cards: number, malformedEvery?: number): Promise<void> {
   // Event times end an hour ago: sink.kafka stamps messages with their event time, and the broker's
   // time-based retention (24 h in `npm run services`, 7 days by default) rolls and deletes by timestamp.
   const t0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000 - events * 25;
@@ -64,6 +65,7 @@ export async function produceTestPayments(kafka: Kafka, topic: string, events: n
     const raw = JSON.stringify({ txId: `t${i}`, cardId: `c${(i * 7_919) % cards}`, amount: (i * 31) % 500, ts: t0 + i * 25 });
     values.push(raw);
     if (i % 40 === 0 && values.length < events) values.push(raw);
+    if (malformedEvery !== undefined && i % malformedEvery === malformedEvery - 1 && values.length < events) values.push(`{"txId":"bad-${i}", not json`);
   }
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
