@@ -1,5 +1,4 @@
-import { readFileSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+/// <reference types="vite/client" />
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { catalog } from "../catalog";
@@ -615,18 +614,24 @@ describe("formatIssue", () => {
 });
 
 describe("fixtures (pipelines as the canvas saves them)", () => {
-  const dir = join(import.meta.dirname, "fixtures");
-  const read = (path: string): unknown => JSON.parse(readFileSync(path, "utf8"));
+  // The fixtures' text through Vite's glob import (no file-system calls in the engine package).
+  const fixtures = import.meta.glob<string>("./fixtures/**/*.{json,txt}", { query: "?raw", import: "default", eager: true });
+  const read = (path: string): string => {
+    const text = fixtures[`./fixtures/${path}`];
+    if (text === undefined) throw new Error(`no fixture ${path}`);
+    return text;
+  };
+  const names = (kind: string) => Object.keys(fixtures).filter((k) => k.startsWith(`./fixtures/${kind}/`) && k.endsWith(".json")).map((k) => k.slice(`./fixtures/${kind}/`.length));
 
-  it.each(readdirSync(join(dir, "valid")).filter((f) => f.endsWith(".json")))("valid/%s has no issue", (file) => {
-    const r = validatePipeline(read(join(dir, "valid", file)));
+  it.each(names("valid"))("valid/%s has no issue", (file) => {
+    const r = validatePipeline(JSON.parse(read(`valid/${file}`)));
     expect(r.issues.map(formatIssue)).toEqual([]);
     expect(r.ok).toBe(true);
   });
 
-  it.each(readdirSync(join(dir, "invalid")).filter((f) => f.endsWith(".json")))("invalid/%s gives the issues in its .issues.txt", (file) => {
-    const r = validatePipeline(read(join(dir, "invalid", file)));
-    const expected = readFileSync(join(dir, "invalid", file.replace(/\.json$/, ".issues.txt")), "utf8").trim().split("\n");
+  it.each(names("invalid"))("invalid/%s gives the issues in its .issues.txt", (file) => {
+    const r = validatePipeline(JSON.parse(read(`invalid/${file}`)));
+    const expected = read(`invalid/${file.replace(/\.json$/, ".issues.txt")}`).trim().split("\n");
     expect(r.ok).toBe(false);
     expect(r.issues.map(formatIssue)).toEqual(expected);
   });
