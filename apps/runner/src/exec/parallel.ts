@@ -43,6 +43,7 @@ import { CreditSender, InputGate, TimeAccount, type GateNext, type TaskTimes } f
 import { routeKeySelectors, type ParallelPlan } from "./plan";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
 import { KeySkew } from "../ops/skew";
+import { pushSourceBatch, type PartitionActivity } from "../job/push-batch";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
 
 export interface ExchangeOptions {
@@ -391,7 +392,7 @@ export class ParallelExecution {
     }
     const interval = this.ctx.checkpointIntervalMs;
     const tick = this.ctx.tickMs;
-    const activity = new Map<string, { lastRecordAt: Map<number, number>; idle: Set<number> }>();
+    const activity = new Map<string, PartitionActivity>();
     for (const s of this.ctx.sources) if (s.idleTimeoutMs !== undefined) activity.set(s.nodeId, { lastRecordAt: new Map(), idle: new Set() });
     this.nextCheckpointAt = clock.now() + interval;
     let lastTick = 0;
@@ -459,20 +460,9 @@ export class ParallelExecution {
     }
   }
 
-  private push(source: RecordSource, batch: SourceBatch, act: { lastRecordAt: Map<number, number>; idle: Set<number> } | undefined): void {
-    const job = this.headJob;
-    const nodeId = source.nodeId;
-    const now = act ? this.ctx.clock.now() : 0;
-    for (const r of batch.records) {
-      if (r.kind === "raw") job.pushRaw(nodeId, r.raw, r.origin);
-      else job.pushValue(nodeId, r.value, r.origin);
-      if (act) {
-        act.lastRecordAt.set(r.origin.partition, now);
-        act.idle.delete(r.origin.partition);
-      }
-    }
-    for (const p of batch.idlePartitions ?? []) job.markPartitionIdle(nodeId, p);
-    this.positions.set(nodeId, batch.position);
+  private push(source: RecordSource, batch: SourceBatch, act: PartitionActivity | undefined): void {
+    pushSourceBatch(this.headJob, source.nodeId, batch, act, act ? this.ctx.clock.now() : 0);
+    this.positions.set(source.nodeId, batch.position);
   }
 
   /** Sends what the source task produced: to the subtasks by key group, to the sink task directly. */

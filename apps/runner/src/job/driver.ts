@@ -29,6 +29,7 @@ import { checkRestore, graphOf } from "./restore-compat";
 import { writeFileAtomic } from "../io/file/atomic";
 import path from "node:path";
 import type { Clock } from "./clock";
+import { pushSourceBatch, type PartitionActivity } from "./push-batch";
 import type { JsonValue } from "@keyflow/operators";
 
 export type JobNodeMetrics = ReturnType<LocalJob["metrics"]>[string];
@@ -125,12 +126,6 @@ export interface JobDriverOptions {
 const HISTORY = 50;
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
-
-/** Per-source bookkeeping for idle partitions (params `idleTimeoutMs`). */
-interface PartitionActivity {
-  lastRecordAt: Map<number, number>;
-  idle: Set<number>;
-}
 
 export class JobDriver {
   readonly jobId: string;
@@ -453,20 +448,9 @@ export class JobDriver {
   }
 
   private push(source: RecordSource, batch: SourceBatch): void {
-    const job = this.requireJob();
-    const nodeId = source.nodeId;
-    const act = this.activity.get(nodeId);
-    const now = act ? this.opts.clock.now() : 0;
-    for (const r of batch.records) {
-      if (r.kind === "raw") job.pushRaw(nodeId, r.raw, r.origin);
-      else job.pushValue(nodeId, r.value, r.origin);
-      if (act) {
-        act.lastRecordAt.set(r.origin.partition, now);
-        act.idle.delete(r.origin.partition);
-      }
-    }
-    for (const p of batch.idlePartitions ?? []) job.markPartitionIdle(nodeId, p);
-    this.positions.set(nodeId, batch.position);
+    const act = this.activity.get(source.nodeId);
+    pushSourceBatch(this.requireJob(), source.nodeId, batch, act, act ? this.opts.clock.now() : 0);
+    this.positions.set(source.nodeId, batch.position);
   }
 
   private markIdlePartitions(now: number): void {
