@@ -324,7 +324,6 @@ start_kafka() {
   log "kafka: starting $KAFKA_VERSION broker on 127.0.0.1:$port (controller $cport)"
   # Keep the previous run's log as server.log.prev; this run's log starts empty.
   [[ ! -f "$KAFKA_DIR/server.log" ]] || mv -f "$KAFKA_DIR/server.log" "$KAFKA_DIR/server.log.prev"
-  local start_marker=0
   # setsid: own session, so the broker survives the calling shell / npm process group.
   # close_extra_fds: the daemon must hold neither our stdout pipe (fd 3) nor the lock (fd 8).
   (
@@ -347,8 +346,9 @@ start_kafka() {
     if ! is_alive "$pid"; then
       break
     fi
-    if port_open "$port" &&
-      tail -n +"$((start_marker + 1))" "$KAFKA_DIR/server.log" 2>/dev/null | grep -q 'Kafka Server started'; then
+    # grep the file itself: `tail | grep -q` under pipefail fails when grep exits at the first match
+    # while tail is still writing (SIGPIPE), which a log grown by thousands of loaded groups triggers.
+    if port_open "$port" && grep -q 'Kafka Server started' "$KAFKA_DIR/server.log" 2>/dev/null; then
       ready=1
       break
     fi
@@ -364,7 +364,7 @@ start_kafka() {
       log "kafka: broker exited during startup"
     fi
     log "kafka: errors in $KAFKA_DIR/server.log:"
-    tail -n +"$((start_marker + 1))" "$KAFKA_DIR/server.log" 2>/dev/null |
+    cat "$KAFKA_DIR/server.log" 2>/dev/null |
       grep -E -A3 ' (ERROR|FATAL) ' | head -n 40 >&2 || true
     log "kafka: last log lines:"
     tail -n 15 "$KAFKA_DIR/server.log" >&2 2>/dev/null || true
