@@ -72,6 +72,10 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
             groupId: safeId(`keyflow.${ctx.jobId}.${node.nodeId}`),
             startFrom: p.startFrom,
             bounded: p.bounded,
+            startOffsets: p.startOffsets,
+            startTime: p.startTime,
+            endOffsets: p.endOffsets,
+            endTime: p.endTime,
             idleTimeoutMs: p.idleTimeoutMs,
             log: nodeLog,
           });

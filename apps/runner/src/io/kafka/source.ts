@@ -8,6 +8,9 @@
 // (`keyflow.<job>.<node>`) has no consuming members; its committed offsets follow completed
 // checkpoints (./group-offsets.ts), so lag tools and `startFrom: "committed"` see them. The seek follows consumer.run(), so a first
 // fetch may start elsewhere; records below the expected offset are skipped, which makes it harmless.
+// A backtest range (startOffsets/startTime, endOffsets/endTime) is resolved to offsets per partition
+// at the first start (times through the broker's offsets-for-times lookup) and then lives in the
+// checkpoint like any position, so a restored backtest reads exactly the same range.
 import { randomBytes } from "node:crypto";
 import type { Admin, Consumer, EachBatchPayload, Kafka } from "kafkajs";
 import { z } from "zod";
@@ -29,6 +32,12 @@ export interface KafkaSourceOptions {
   groupId: string;
   startFrom: "earliest" | "latest" | "committed";
   bounded: boolean;
+  /** A range: first offset per partition, or the first record at or after an instant (epoch ms). */
+  startOffsets?: Readonly<Record<string, number>> | undefined;
+  startTime?: number | undefined;
+  /** Bounded reads: first offset not to read per partition, or the first record at or after an instant. */
+  endOffsets?: Readonly<Record<string, number>> | undefined;
+  endTime?: number | undefined;
   idleTimeoutMs: number | undefined;
   log: Logger;
 }
@@ -77,6 +86,15 @@ export class KafkaSource implements RecordSource {
       if (saved.topic !== topic) this.log.warn(`the checkpoint read topic "${saved.topic}"; now reading "${topic}" from its start position`);
     }
     const committed = !saved && this.opts.startFrom === "committed" ? await this.committedOffsets(admin) : new Map<number, number>();
+    // Only a first start resolves the range: afterwards the checkpoint has the offsets.
+    const first = saved?.topic !== topic;
+    const startAt = first && this.opts.startTime !== undefined ? await this.offsetsAt(admin, this.opts.startTime) : undefined;
+    const endAt = first && this.bounded && this.opts.endTime !== undefined ? await this.offsetsAt(admin, this.opts.endTime) : undefined;
+    const known = new Set(offsets.map((o) => o.partition).sort((a, b) => a - b).map(String));
+    for (const [param, named] of [["startOffsets", this.opts.startOffsets], ["endOffsets", this.opts.endOffsets]] as const) {
+      const unknown = Object.keys(named ?? {}).filter((p) => !known.has(p));
+      if (first && unknown.length > 0) throw this.fail(`${param} names partition ${unknown.join(", ")}, but the topic has partitions ${[...known].join(", ")}`);
+    }
 
     for (const { partition, low, high } of offsets) {
       const lowN = Number(low);
@@ -85,6 +103,8 @@ export class KafkaSource implements RecordSource {
       let start: number;
       if (fromCheckpoint !== undefined) start = Math.max(Number(fromCheckpoint), lowN);
       else if (saved?.topic === topic) start = lowN; // a partition added since the checkpoint
+      else if (this.opts.startOffsets?.[String(partition)] !== undefined) start = this.clamp("startOffsets", partition, this.opts.startOffsets[String(partition)] ?? lowN, lowN, highN);
+      else if (startAt !== undefined) start = startAt.get(partition) ?? highN;
       else if (this.opts.startFrom === "latest") start = highN;
       else if (this.opts.startFrom === "committed") start = committed.get(partition) ?? lowN;
       else start = lowN;
@@ -96,12 +116,34 @@ export class KafkaSource implements RecordSource {
       if (this.bounded) {
         const savedEnd = saved?.topic === topic ? saved.end?.[String(partition)] : undefined;
         // The end offsets are those seen when the job FIRST started, kept across restores.
-        const end = savedEnd !== undefined ? Number(savedEnd) : saved?.topic === topic && saved.end ? start : highN;
+        const named = this.opts.endOffsets?.[String(partition)];
+        const end =
+          savedEnd !== undefined
+            ? Number(savedEnd)
+            : saved?.topic === topic && saved.end
+              ? start
+              : named !== undefined
+                ? this.clamp("endOffsets", partition, named, lowN, highN)
+                : (endAt?.get(partition) ?? highN);
         this.end.set(partition, end);
         if (start >= end) this.done.add(partition);
       }
     }
     return this.position();
+  }
+
+  /** The first offset per partition whose record's Kafka timestamp is at or after `ts` (the end offset when none is). */
+  private async offsetsAt(admin: Admin, ts: number): Promise<Map<number, number>> {
+    const out = new Map<number, number>();
+    for (const { partition, offset } of await admin.fetchTopicOffsetsByTimestamp(this.opts.topic, ts)) out.set(partition, Number(offset));
+    return out;
+  }
+
+  /** An offset of the range inside what the partition holds now, with a warning when it was not. */
+  private clamp(param: string, partition: number, offset: number, low: number, high: number): number {
+    if (offset < low) this.log.warn(`${param}: partition ${partition} starts at ${low} (older records were deleted by retention); reading from there, not from ${offset}`);
+    if (offset > high) this.log.warn(`${param}: partition ${partition} ends at ${high} today; ${offset} is beyond it, so the range stops at ${high}`);
+    return Math.min(Math.max(offset, low), high);
   }
 
   private async committedOffsets(admin: Admin): Promise<Map<number, number>> {
