@@ -1,7 +1,7 @@
 // Against a REAL PostgreSQL (DATABASE_URL, from `bash scripts/services/start.sh postgres`): the
 // runner service records its jobs on their deployments (running, stopped, failed with the reason)
 // and one `checkpoints` row per completed checkpoint. Works in a throw-away schema.
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDb, migrate, parseDatabaseUrl, type Db } from "@keyflow/db";
@@ -22,6 +22,7 @@ const databaseUrl = url.toString();
 
 let db: Db;
 let service: RunnerService;
+const dataDir = mkdtempSync(path.join(tmpdir(), "keyflow-pg-data-"));
 
 const pipeline = (name: string, source: Record<string, unknown>) => ({
   format: "keyflow.pipeline/v1",
@@ -63,7 +64,7 @@ beforeAll(async () => {
       runnerPort: 0,
       runnerHost: "127.0.0.1",
       checkpointRoot: mkdtempSync(path.join(tmpdir(), "keyflow-pg-ckpt-")),
-      dataDir: mkdtempSync(path.join(tmpdir(), "keyflow-pg-data-")),
+      dataDir,
     },
     silentLogger,
     { checkpointIntervalMs: 200 },
@@ -105,6 +106,28 @@ describe("the runner records deployments in Postgres", () => {
     expect(stopped.stoppedAt).not.toBeNull();
     const last = (await api<JobView>("GET", `/jobs/${id}`)).json.lastCheckpoint?.id;
     await eventually(async () => (await db.prisma.checkpoint.count({ where: { deploymentId: id, checkpointId: last } })) === 1, "the final checkpoint's row");
+  });
+
+  it("a bounded job that reads its input to the end is marked finished (not stopped), with its final counts", async () => {
+    // 10 payments, 4 above 100, and one line that is not JSON (a dead letter).
+    const lines = [...Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: `p${i}`, amount: i < 4 ? 500 : 50, ts: 1_000 + i })), "not json"];
+    writeFileSync(path.join(dataDir, "pg-bounded.jsonl"), lines.join("\n") + "\n");
+    const graph = pipeline("pg-bounded", { type: "source.file", params: { path: "pg-bounded.jsonl", timestampField: "ts" } });
+    const id = await deployment("pg-bounded", graph);
+    expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
+    const done = await eventually(async () => {
+      const d = await db.prisma.deployment.findUniqueOrThrow({ where: { id } });
+      return d.status === "finished" ? d : undefined;
+    }, "the deployment to be finished");
+    expect(done.stoppedAt).not.toBeNull();
+    expect(done.finalMetrics).toMatchObject({
+      restarts: 0,
+      nodes: {
+        payments: { type: "source.file", recordsOut: 10, deadLetters: 1 },
+        big: { type: "filter", recordsIn: 10, recordsOut: 4 },
+        alerts: { type: "sink.file", recordsIn: 4 },
+      },
+    });
   });
 
   it("a parallel job's checkpoint rows carry every task's acknowledgement and the alignment time", async () => {

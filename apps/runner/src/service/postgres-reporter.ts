@@ -9,7 +9,7 @@ import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import type { JobEvents, ManagedJob, ManagedStatus } from "./jobs";
 
-type DeploymentStatus = "pending" | "running" | "stopped" | "failed";
+type DeploymentStatus = "pending" | "running" | "stopped" | "failed" | "finished";
 
 /** How a job's status shows on its deployment; undefined: no change. */
 export function deploymentStatusOf(status: ManagedStatus): DeploymentStatus | undefined {
@@ -20,8 +20,10 @@ export function deploymentStatusOf(status: ManagedStatus): DeploymentStatus | un
     case "failed":
       return "failed";
     case "stopped":
-    case "finished":
       return "stopped";
+    // A bounded job that read its sources to the end (a backtest): not the same as stopped by someone.
+    case "finished":
+      return "finished";
     case "starting":
     case "stopping":
       return undefined;
@@ -41,11 +43,14 @@ export class PostgresJobReporter implements JobEvents {
     const next = deploymentStatusOf(status);
     if (!next) return;
     const failureReason = next === "failed" ? (job.failure ?? null) : undefined;
-    const stoppedAt = next === "stopped" ? new Date() : undefined;
+    const ended = next === "stopped" || next === "finished";
+    const stoppedAt = ended ? new Date() : undefined;
+    // The counts of the run that ended (per node: records in and out, dead letters): a backtest's result.
+    const finalMetrics = ended ? finalMetricsOf(job) : undefined;
     this.enqueue(job.deploymentId, async () => {
       await this.prisma.deployment.update({
         where: { id: job.deploymentId },
-        data: { status: next, ...(failureReason !== undefined ? { failureReason } : {}), ...(stoppedAt ? { stoppedAt } : {}) },
+        data: { status: next, ...(failureReason !== undefined ? { failureReason } : {}), ...(stoppedAt ? { stoppedAt } : {}), ...(finalMetrics ? { finalMetrics } : {}) },
       });
     });
   }
@@ -87,6 +92,14 @@ export class PostgresJobReporter implements JobEvents {
     });
     this.queues.set(deploymentId, next);
   }
+}
+
+/** What a finished or stopped job had done in its last run, per node. */
+export function finalMetricsOf(job: Pick<ManagedJob, "metrics" | "restarts" | "doc">): { restarts: number; nodes: Record<string, { type: string; recordsIn: number; recordsOut: number; deadLetters: number }> } {
+  const types = new Map(job.doc.nodes.map((n) => [n.id, n.type]));
+  const nodes: Record<string, { type: string; recordsIn: number; recordsOut: number; deadLetters: number }> = {};
+  for (const [id, m] of Object.entries(job.metrics())) nodes[id] = { type: types.get(id) ?? "?", recordsIn: m.recordsIn, recordsOut: m.recordsOut, deadLetters: m.deadLetters };
+  return { restarts: job.restarts, nodes };
 }
 
 /** Prisma's "record to update not found" (P2025) and a foreign key miss (P2003). */
