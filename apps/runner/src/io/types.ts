@@ -59,6 +59,8 @@ export interface SinkRecord {
   value: JsonObject;
   timestamp: number;
   key?: string;
+  /** Kafka message headers (a rule job's version tag); other sinks ignore them. */
+  headers?: Record<string, string>;
 }
 
 export type DeadLetter = Extract<JobEmission, { kind: "deadLetter" }>;

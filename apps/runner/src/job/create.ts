@@ -1,12 +1,12 @@
 // Assembles a JobDriver from a validated pipeline: its connectors, its checkpoint store and clock.
 // The CLI and the service both start jobs through here.
-import type { PipelineDocument } from "@keyflow/operators";
+import type { JsonValue, PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import { createConnectors } from "../io/connectors";
 import type { Logger } from "../log";
 import { DirectoryCheckpointStore, TransientCheckpointStore } from "./checkpoints";
 import { systemClock, type Clock } from "./clock";
-import { JobDriver, type CheckpointStats, type JobStatus } from "./driver";
+import { JobDriver, type CheckpointStats, type Connectors, type JobStatus } from "./driver";
 import { createCustomFunctionFactory } from "../sandbox/custom-function-factory";
 import type { ExchangeOptions } from "../exec/parallel";
 import type { JobOps } from "../ops/job-ops";
@@ -23,7 +23,7 @@ export interface CreateJobOptions {
   clock?: Clock;
   checkpointIntervalMs?: number;
   demoLimit?: number;
-  onCheckpoint?: (stats: CheckpointStats) => void;
+  onCheckpoint?: (stats: CheckpointStats, sources: Record<string, JsonValue>) => void;
   onStatus?: (status: JobStatus) => void;
   /** Network buffers of parallel jobs (tests; defaults otherwise). */
   exchange?: ExchangeOptions;
@@ -32,6 +32,8 @@ export interface CreateJobOptions {
   allowNonRestoredState?: boolean;
   /** Live operations (sink throttles and times): wraps the job's sinks. */
   ops?: JobOps;
+  /** Replaces connectors before live operations wrap them (a rule job's routed sinks, ./routing.ts). */
+  wrapConnectors?: (plain: Connectors) => Connectors;
 }
 
 export function createJobDriver(o: CreateJobOptions): JobDriver {
@@ -46,7 +48,8 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     log: o.log,
     ...(o.demoLimit !== undefined ? { demoLimit: o.demoLimit } : {}),
   });
-  const connectors = o.ops ? o.ops.wrapConnectors(plain) : plain;
+  const routed = o.wrapConnectors ? o.wrapConnectors(plain) : plain;
+  const connectors = o.ops ? o.ops.wrapConnectors(routed) : routed;
   // process.custom's sandboxes: started when the job creates such a node, closed when it ends.
   const sandboxes = createCustomFunctionFactory({
     ...(o.env.sandboxTimeoutMs !== undefined ? { timeoutMs: o.env.sandboxTimeoutMs } : {}),

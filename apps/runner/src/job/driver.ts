@@ -104,8 +104,8 @@ export interface JobDriverOptions {
   tickMs?: number;
   /** How long a stop waits for sources to let go before closing them anyway. */
   stopTimeoutMs?: number;
-  /** Told of each completed checkpoint (the service records them in Postgres). Must not throw. */
-  onCheckpoint?: (stats: CheckpointStats) => void;
+  /** Told of each completed checkpoint (the service records them in Postgres) and its sources' positions. Must not throw. */
+  onCheckpoint?: (stats: CheckpointStats, sources: Record<string, JsonValue>) => void;
   /** Told of each change of status. Must not throw. */
   onStatus?: (status: JobStatus) => void;
   /** Network buffers between the tasks of a parallel job (settings.parallelism > 1). */
@@ -346,6 +346,13 @@ export class JobDriver {
       this.checkpointWanted = true;
       this.parallel?.requestCheckpoint();
     });
+  }
+
+  /** Takes the next checkpoint as soon as possible (a rule job's routing switch waits for it). */
+  requestCheckpoint(): void {
+    if (this.status !== "running") return;
+    this.checkpointWanted = true;
+    this.parallel?.requestCheckpoint();
   }
 
   /**
@@ -590,7 +597,7 @@ export class JobDriver {
       if (from === undefined) w.reject(new Error("no checkpoint folder"));
       else await writeSavepoint(from, w.root, this.jobId).then(w.resolve, w.reject);
     }
-    this.opts.onCheckpoint?.(stats);
+    this.opts.onCheckpoint?.(stats, sources);
   }
 
   private async closeAll(): Promise<void> {

@@ -19,6 +19,8 @@ import { nodeTaskTimes } from "../ops/task-times";
 import type { SourceFigures } from "../ops/source-partitions";
 import type { OperatorSkew } from "../ops/skew";
 import type { CheckpointProgress, FailedCheckpoint } from "../exec/parallel";
+import { branchModeSchema, composeRuleJob } from "../job/rule-job";
+import { RoutingError } from "../job/routing";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** A dry run carries its sample in the body. */
@@ -36,6 +38,18 @@ export const deployRequestSchema = z.object({
   /** Drop the state of nodes the pipeline no longer has instead of refusing the restore. */
   allowNonRestoredState: z.boolean().optional(),
 });
+
+/** A rule job: the versions of one rule as branches of one job (../job/rule-job.ts). */
+export const ruleDeployRequestSchema = deployRequestSchema.omit({ deploymentId: true, pipeline: true }).extend({
+  jobId: deployRequestSchema.shape.deploymentId,
+  rule: z.unknown(),
+});
+
+/** A routing switch: the versions whose mode changes (the others keep theirs). */
+export const routingRequestSchema = z.object({ modes: z.record(z.string().regex(/^\d+$/, "a version number"), branchModeSchema) });
+
+/** Does a rule job of these versions restore from the running job's newest checkpoint (or from `restoreFrom`)? */
+export const ruleCheckRequestSchema = z.object({ jobId: z.string().min(1).optional(), restoreFrom: z.string().min(1).optional(), rule: z.unknown(), allowNonRestoredState: z.boolean().optional() });
 
 export const savepointRequestSchema = z.object({
   /** Folder under which the savepoint folder is created; default `<checkpoint root>/savepoints/<job>`. */
@@ -285,6 +299,87 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
     },
     {
       method: "POST",
+      pattern: /^\/rule-jobs$/,
+      handle: async (req, res) => {
+        const body = ruleDeployRequestSchema.safeParse(await readJson(req));
+        if (!body.success) throw new HttpError(400, "invalid rule job request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+        const { jobId, rule, restoreFrom, parallelism, allowNonRestoredState } = body.data;
+        const composed = composeRuleJob(rule, env.dataDir);
+        if (!composed.ok) throw new HttpError(400, "the rule job is invalid", { issues: composed.problems });
+        const doc = composed.job.doc;
+        if (parallelism !== undefined) {
+          if (parallelism > doc.settings.maxParallelism) throw new HttpError(400, `parallelism ${parallelism} is above the rule's maxParallelism ${doc.settings.maxParallelism}`);
+          doc.settings.parallelism = parallelism;
+        }
+        if (restoreFrom !== undefined) {
+          const check = await restoreCheck(path.resolve(restoreFrom), doc, allowNonRestoredState ?? false);
+          if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the rule job`, { issues: check.problems });
+        }
+        let job: ManagedJob;
+        try {
+          job = jobs.deploy(jobId, doc, { ...(restoreFrom !== undefined ? { restoreFrom: path.resolve(restoreFrom) } : {}), ...(allowNonRestoredState ? { allowNonRestoredState } : {}) }, composed.job);
+        } catch (err) {
+          if (err instanceof DeployConflictError) throw new HttpError(409, err.message);
+          throw err;
+        }
+        send(res, 201, { ...job.view(), warnings: composed.warnings, nodeIds: Object.fromEntries([...composed.job.nodeIds].map(([v, ids]) => [String(v), Object.fromEntries(ids)])) });
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/rule-jobs\/check$/,
+      handle: async (req, res) => {
+        const body = ruleCheckRequestSchema.safeParse(await readJson(req));
+        if (!body.success) throw new HttpError(400, "invalid rule check request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+        const composed = composeRuleJob(body.data.rule, env.dataDir);
+        if (!composed.ok) throw new HttpError(400, "the rule job is invalid", { issues: composed.problems });
+        const job = body.data.restoreFrom === undefined && body.data.jobId !== undefined ? requireJob(body.data.jobId) : undefined;
+        // A running job prunes old checkpoints: one pruned while read is tried again with the newest.
+        for (let attempt = 1; ; attempt++) {
+          const from = body.data.restoreFrom !== undefined ? path.resolve(body.data.restoreFrom) : job?.lastCheckpointPath;
+          if (from === undefined) {
+            send(res, 200, { checkpoint: null, compatible: true, problems: [], dropped: [], note: "no checkpoint to restore from: the rule job would start empty" });
+            return;
+          }
+          try {
+            const check = await restoreCheck(from, composed.job.doc, body.data.allowNonRestoredState ?? false);
+            send(res, 200, { checkpoint: from, compatible: check.problems.length === 0, ...check });
+            return;
+          } catch (err) {
+            if (job === undefined || attempt >= 3 || from === job.lastCheckpointPath) throw err;
+          }
+        }
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/jobs\/([^/]+)\/routing$/,
+      handle: (_req, res, [id]) => {
+        const job = requireJob(id);
+        if (!job.routing) throw new HttpError(404, `job "${job.deploymentId}" is not a rule job: it has no routing`);
+        send(res, 200, { jobId: job.deploymentId, ...job.routing.view() });
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/jobs\/([^/]+)\/routing$/,
+      handle: async (req, res, [id]) => {
+        const job = requireJob(id);
+        const body = routingRequestSchema.safeParse(await readJson(req));
+        if (!body.success) throw new HttpError(400, "invalid routing request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
+        try {
+          const done = await job.switchRouting(body.data.modes);
+          log.info(`job ${job.deploymentId}: routing ${JSON.stringify(done.before)} -> ${JSON.stringify(done.after)} at checkpoint ${done.checkpointId}`);
+          send(res, 200, { jobId: job.deploymentId, ...done });
+        } catch (err) {
+          if (err instanceof JobStateError) throw new HttpError(409, err.message);
+          if (err instanceof RoutingError) throw new HttpError(409, err.message);
+          throw err;
+        }
+      },
+    },
+    {
+      method: "POST",
       pattern: /^\/dry-run$/,
       handle: async (req, res) => {
         const body = dryRunRequestSchema.safeParse(await readJson(req, MAX_DRY_RUN_BODY_BYTES));
@@ -448,6 +543,18 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
     const body = savepointRequestSchema.safeParse(text.trim() === "" ? {} : parseJson(text));
     if (!body.success) throw new HttpError(400, "invalid savepoint request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
     return body.data.dir !== undefined ? path.resolve(body.data.dir) : path.join(env.checkpointRoot, "savepoints", job.deploymentId);
+  }
+
+  /** Whether the state of the checkpoint or savepoint folder `from` fits `doc` (nodes named when it does not). */
+  async function restoreCheck(from: string, doc: Parameters<typeof checkRestore>[1], allowNonRestoredState: boolean): Promise<{ problems: string[]; dropped: string[] }> {
+    let folder;
+    try {
+      folder = await readCheckpointFolder(from);
+    } catch (err) {
+      throw new HttpError(400, `restoreFrom: ${errorMessage(err)}`);
+    }
+    if (!folder.meta.graph) return { problems: [], dropped: [] };
+    return checkRestore(folder.meta.graph, doc, allowNonRestoredState, `"${from}"`);
   }
 
   function requireJob(id: string | undefined): ManagedJob {

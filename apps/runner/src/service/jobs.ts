@@ -15,6 +15,8 @@ import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import { JobOps } from "../ops/job-ops";
 import type { TaskTimes } from "../exec/channel";
+import { RuleRouting, routeConnectors, type RoutingSwitch, type RoutingView } from "../job/routing";
+import type { BranchMode, ComposedRuleJob } from "../job/rule-job";
 
 export type ManagedStatus = "starting" | "running" | "restarting" | "stopping" | "finished" | "stopped" | "failed";
 
@@ -51,6 +53,8 @@ export interface JobView {
   nodes: Record<string, JobNodeMetrics & { type: string }>;
   /** Kafka consumer lag per source node and partition. */
   sources: Record<string, SourceInputMetrics>;
+  /** A rule job's branches: each version's mode, the switch under way, completed switches. */
+  routing?: RoutingView;
 }
 
 /** Who wants to know what happens to jobs (the Postgres reporter). Implementations must not throw. */
@@ -77,17 +81,20 @@ export class ManagedJob {
   private readonly nodeTypes: Map<string, string>;
   /** Live operations (sink throttles, sink times), kept across restarts. */
   readonly ops: JobOps;
+  /** A rule job's routing of its branches' alerts (../job/routing.ts), kept across restarts. */
+  readonly routing: RuleRouting | undefined;
 
   constructor(
     readonly deploymentId: string,
     readonly doc: PipelineDocument,
-    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents; restore?: RestoreOptions },
+    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents; restore?: RestoreOptions; rule?: ComposedRuleJob },
   ) {
     this.restoreFrom = deps.restore?.restoreFrom;
     this.createdAt = deps.clock.now();
     this.checkpointDir = path.join(deps.env.checkpointRoot, deploymentId);
     this.nodeTypes = new Map(doc.nodes.map((n) => [n.id, n.type]));
     this.ops = new JobOps(new Set(doc.nodes.filter((n) => n.type.startsWith("sink.")).map((n) => n.id)));
+    this.routing = deps.rule ? new RuleRouting(deps.rule.initialModes, () => deps.clock.now()) : undefined;
   }
 
   get status(): ManagedStatus {
@@ -109,6 +116,8 @@ export class ManagedJob {
     this.nextRestartAt = undefined;
     this.status = "starting";
     this.runStartedAt = clock.now();
+    // A switch bound to a checkpoint the previous run never completed did not happen.
+    this.routing?.abort("the job restarted before its checkpoint completed");
     let driver: JobDriver;
     try {
       driver = this.createDriver();
@@ -122,6 +131,7 @@ export class ManagedJob {
     this.finished = driver.run().then(
       () => {
         this.status = this.stopRequested || driver.status === "stopped" ? "stopped" : "finished";
+        this.routing?.abort(`the job ${this.status}`);
         log.info(`job ${this.status}`);
       },
       (err: unknown) => this.onFailure(err),
@@ -142,19 +152,22 @@ export class ManagedJob {
       onStatus: (s) => {
         if (s === "running" && this.status === "starting") this.status = "running";
       },
-      onCheckpoint: (stats) => {
+      onCheckpoint: (stats, sources) => {
         this.restoreFrom = undefined;
+        this.routing?.completed(stats.id, sources);
         this.deps.events?.checkpoint(this, stats);
       },
       ...(this.restoreFrom !== undefined ? { restoreFrom: this.restoreFrom } : {}),
       ...(this.deps.restore?.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
       ops: this.ops,
+      ...(this.routing && this.deps.rule ? { wrapConnectors: routedBy(this.deps.rule, this.routing) } : {}),
     });
   }
 
   private onFailure(err: unknown): void {
     const { log, clock, policy } = this.deps;
     this.failure = errorMessage(err);
+    this.routing?.abort(`the job failed: ${this.failure}`);
     if (this.stopRequested) {
       this.status = "stopped";
       return;
@@ -189,6 +202,19 @@ export class ManagedJob {
     this.driver?.stop("stopped through the API");
     await this.finished;
     if (this.status === "stopping") this.status = "stopped";
+  }
+
+  /**
+   * A rule job's routing switch (promotion, rollback): the versions' new modes take effect at the
+   * next checkpoint's barrier, taken at once; resolves when that checkpoint completed, with its id
+   * and the sources' positions at the boundary.
+   */
+  switchRouting(changes: Record<string, BranchMode>): Promise<RoutingSwitch> {
+    if (!this.routing) return Promise.reject(new JobStateError(`job "${this.deploymentId}" is not a rule job: it has no versions to route`));
+    if (!this.driver || this.status !== "running") return Promise.reject(new JobStateError(`job "${this.deploymentId}" is ${this.status}; a routing switch needs a running job`));
+    const done = this.routing.request(changes);
+    this.driver.requestCheckpoint();
+    return done;
   }
 
   /** Queryable state of the current run: `key`'s state and timers at `nodeId`, undefined when not running. */
@@ -234,6 +260,11 @@ export class ManagedJob {
     return this.driver?.engineTimes();
   }
 
+  /** The folder of the newest completed checkpoint of the current run (it may be pruned by a later one). */
+  get lastCheckpointPath(): string | undefined {
+    return this.driver?.lastCheckpoint?.path;
+  }
+
   /** The newest completed checkpoints of the current run, oldest first. */
   checkpoints(): readonly CheckpointStats[] {
     return this.driver?.checkpointHistory ?? [];
@@ -260,6 +291,7 @@ export class ManagedJob {
       checkpointDir: this.checkpointDir,
       nodes,
       sources: this.sourceMetrics(),
+      ...(this.routing ? { routing: this.routing.view() } : {}),
     };
   }
 }
@@ -300,8 +332,8 @@ export class JobManager {
   private readonly checkpointIntervalMs: number | undefined;
   private readonly events: JobEvents | undefined;
 
-  /** Starts a deployment. Refuses an id whose job is still active; replaces one that has ended. */
-  deploy(deploymentId: string, doc: PipelineDocument, restore?: RestoreOptions): ManagedJob {
+  /** Starts a deployment (a rule job with `rule`). Refuses an id whose job is still active; replaces one that has ended. */
+  deploy(deploymentId: string, doc: PipelineDocument, restore?: RestoreOptions, rule?: ComposedRuleJob): ManagedJob {
     const existing = this.jobs.get(deploymentId);
     if (existing?.active) throw new DeployConflictError(`job "${deploymentId}" is already ${existing.status}; stop it first (DELETE /jobs/${deploymentId})`);
     const job = new ManagedJob(deploymentId, doc, {
@@ -312,6 +344,7 @@ export class JobManager {
       ...(this.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: this.checkpointIntervalMs } : {}),
       ...(this.events ? { events: this.events } : {}),
       ...(restore ? { restore } : {}),
+      ...(rule ? { rule } : {}),
     });
     this.jobs.set(deploymentId, job);
     job.start();
@@ -336,4 +369,8 @@ export class JobManager {
   async stopAll(): Promise<void> {
     await Promise.all(this.list().map((j) => j.stop().catch((err: unknown) => this.log.error(`stopping job ${j.deploymentId}: ${errorMessage(err)}`))));
   }
+}
+
+function routedBy(rule: ComposedRuleJob, routing: RuleRouting) {
+  return (plain: Parameters<typeof routeConnectors>[0]) => routeConnectors(plain, rule.routes, routing);
 }

@@ -25,6 +25,7 @@ export class KafkaSink implements RecordSink {
         key: r.key ?? null,
         value: JSON.stringify(r.value),
         ...(Number.isFinite(r.timestamp) ? { timestamp: String(Math.trunc(r.timestamp)) } : {}),
+        ...(r.headers ? { headers: r.headers } : {}),
       }),
     );
     return this.writer.send(messages);
