@@ -64,6 +64,10 @@ export const AUDIT_ACTIONS = [
   "promote",
   "rollback",
   "void",
+  // A version replayed over a recorded range (apps/web services/backtests.ts).
+  "backtest",
+  // Approvers told of an event (in the app, and by webhook when one is set).
+  "notify",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -1,5 +1,6 @@
 // The API of the designer: one router per area, mounted at /api/trpc (app/api/trpc/[trpc]/route.ts).
 import { auditRouter } from "./routers/audit";
+import { backtestsRouter } from "./routers/backtests";
 import { catalogRouter } from "./routers/catalog";
 import { comparisonRouter } from "./routers/comparison";
 import { deploymentRouter } from "./routers/deployment";
@@ -18,6 +19,7 @@ export const appRouter = createTRPCRouter({
   audit: auditRouter,
   promotion: promotionRouter,
   comparison: comparisonRouter,
+  backtests: backtestsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,7 +1,8 @@
-// The shadow version of a rule against its enforcing version over the same events: counts,
-// alerts per hour, samples, and precision and recall where the records carry a label.
+// Two sides' alerts over the same events: a shadow version against the enforcing one (the default),
+// or any version, a backtest, or another rule engine's alert topic; counts, alerts per hour,
+// samples, and precision and recall from a label field or a chargeback topic.
 import { z } from "zod";
-import { compareVersions } from "../services/comparison";
+import { compareVersions, comparisonLabelsSchema, comparisonSideSchema } from "../services/comparison";
 import { authedProcedure, createTRPCRouter } from "../trpc";
 
 export const comparisonRouter = createTRPCRouter({
@@ -9,9 +10,12 @@ export const comparisonRouter = createTRPCRouter({
     .input(
       z.object({
         pipelineId: z.string().min(1),
+        newSide: comparisonSideSchema.optional(),
+        oldSide: comparisonSideSchema.optional(),
         newVersionId: z.string().min(1).optional(),
         oldVersionId: z.string().min(1).optional(),
         labelField: z.string().trim().min(1).max(200).nullable().default("isFraud"),
+        labels: comparisonLabelsSchema.optional(),
         range: z.object({ fromTs: z.number().nullable(), toTs: z.number().nullable() }).optional(),
         samples: z.number().int().min(0).max(50).default(3),
       }),

@@ -1,6 +1,7 @@
-// Reads a topic for a comparison: from the start up to the end offsets it had when the read began
-// (so a running job's later output does not keep the read going), read_committed so that only
-// alerts of committed transactions count, as an exactly-once sink's reader would see them.
+// Reads a topic for a comparison: from the start (or a range's start) up to the end offsets it had
+// when the read began, or a range's end (so a running job's later output does not keep the read
+// going), read_committed so that only alerts of committed transactions count, as an exactly-once
+// sink's reader would see them. A range by instants is resolved to offsets by the broker.
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel, type Admin } from "kafkajs";
 import { TRPCError } from "@trpc/server";
@@ -12,6 +13,16 @@ export interface TopicMessage {
   timestamp: number;
   key: string | null;
   value: string | null;
+  /** Headers as text (the version tag of shadow alerts travels in one). */
+  headers: Record<string, string>;
+}
+
+/** A part of a topic: offsets per partition (end exclusive) or instants; unset sides are the topic's start and current end. */
+export interface TopicRange {
+  startOffsets?: Readonly<Record<string, number>> | undefined;
+  startTime?: number | undefined;
+  endOffsets?: Readonly<Record<string, number>> | undefined;
+  endTime?: number | undefined;
 }
 
 export interface TopicRead {
@@ -29,22 +40,40 @@ export function kafkaClient(brokers: readonly string[]): Kafka {
   return new Kafka({ clientId: `keyflow-web-comparison`, brokers: [...brokers], logLevel: logLevel.NOTHING });
 }
 
-/** The end offset of each non-empty partition of `topic`, or null when the topic does not exist. */
-async function endOffsets(admin: Admin, topic: string): Promise<Map<number, bigint> | null> {
+/** Start and end offsets of each partition of `topic` with something to read, or null when the topic does not exist. */
+async function bounds(admin: Admin, topic: string, range: TopicRange | undefined): Promise<{ starts: Map<number, bigint>; ends: Map<number, bigint> } | null> {
   const topics = await admin.listTopics();
   if (!topics.includes(topic)) return null;
+  const byTime = async (ts: number | undefined) => (ts === undefined ? null : new Map((await admin.fetchTopicOffsetsByTimestamp(topic, ts)).map((o) => [o.partition, BigInt(o.offset)])));
+  const startAt = await byTime(range?.startTime);
+  const endAt = await byTime(range?.endTime);
+  const starts = new Map<number, bigint>();
   const ends = new Map<number, bigint>();
-  for (const o of await admin.fetchTopicOffsets(topic)) if (BigInt(o.high) > BigInt(o.low)) ends.set(o.partition, BigInt(o.high));
-  return ends;
+  for (const o of await admin.fetchTopicOffsets(topic)) {
+    const low = BigInt(o.low);
+    const high = BigInt(o.high);
+    const namedStart = range?.startOffsets?.[String(o.partition)];
+    const namedEnd = range?.endOffsets?.[String(o.partition)];
+    const start = namedStart !== undefined ? BigInt(namedStart) : (startAt?.get(o.partition) ?? low);
+    const end = namedEnd !== undefined ? BigInt(namedEnd) : (endAt?.get(o.partition) ?? high);
+    const from = start > low ? start : low;
+    const to = end < high ? end : high;
+    if (to > from) {
+      starts.set(o.partition, from);
+      ends.set(o.partition, to);
+    }
+  }
+  return { starts, ends };
 }
 
-export async function readTopicToEnd(kafka: Kafka, topic: string, maxMessages: number): Promise<TopicRead> {
+export async function readTopicToEnd(kafka: Kafka, topic: string, maxMessages: number, range?: TopicRange): Promise<TopicRead> {
   const admin = kafka.admin();
   await admin.connect();
   const groupId = `keyflow.comparison.${randomBytes(6).toString("hex")}`;
   try {
-    const ends = await endOffsets(admin, topic);
-    if (ends === null) return { topic, exists: false, messages: [], truncated: false };
+    const found = await bounds(admin, topic, range);
+    if (found === null) return { topic, exists: false, messages: [], truncated: false };
+    const { starts, ends } = found;
     if (ends.size === 0) return { topic, exists: true, messages: [], truncated: false };
     const messages: TopicMessage[] = [];
     const reached = new Set<number>();
@@ -75,18 +104,24 @@ export async function readTopicToEnd(kafka: Kafka, topic: string, maxMessages: n
           autoCommit: false,
           eachBatch: async ({ batch }) => {
             const end = ends.get(batch.partition);
+            const start = starts.get(batch.partition) ?? 0n;
             if (end === undefined) return;
             for (const m of batch.messages) {
+              if (BigInt(m.offset) < start) continue; // a fetch from before the seek
               if (BigInt(m.offset) >= end) break;
               if (messages.length >= maxMessages) {
                 truncated = true;
                 break;
               }
-              messages.push({ topic, partition: batch.partition, offset: m.offset, timestamp: Number(m.timestamp), key: m.key?.toString("utf8") ?? null, value: m.value?.toString("utf8") ?? null });
+              const headers: Record<string, string> = {};
+              for (const [k, v] of Object.entries(m.headers ?? {})) if (v !== undefined) headers[k] = Array.isArray(v) ? v.map(String).join(",") : v.toString();
+              messages.push({ topic, partition: batch.partition, offset: m.offset, timestamp: Number(m.timestamp), key: m.key?.toString("utf8") ?? null, value: m.value?.toString("utf8") ?? null, headers });
             }
             if (truncated) check();
           },
         });
+        // A range that starts inside the topic: go there instead of reading everything before it.
+        for (const [partition, offset] of starts) if (offset > 0n) consumer.seek({ topic, partition, offset: String(offset) });
       });
       await done;
     } finally {

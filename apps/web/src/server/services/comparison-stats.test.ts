@@ -44,12 +44,34 @@ describe("compareAlerts", () => {
     const stats = compareAlerts(fresh, old, { idField: "txId", range: none, samples: 0, labelField: "isFraud", fraudIds: new Set(["a", "z", "y", "x"]) });
     expect(stats.scores).toEqual({
       labelField: "isFraud",
+      source: "field",
       fraudInInput: 4,
       new: { labelled: 2, truePositives: 1, precision: 0.5, recall: 0.25 },
       old: { labelled: 1, truePositives: 1, precision: 1, recall: 0.25 },
     });
     // Without the input read, recall is unknown rather than guessed.
     expect(compareAlerts(fresh, old, { idField: "txId", range: none, samples: 0, labelField: "isFraud", fraudIds: null }).scores?.new.recall).toBeNull();
+  });
+
+  it("scores against a chargeback topic's ids: every alert is judged, the records' own labels are ignored", () => {
+    // "b" carries isFraud false but was charged back: the chargebacks decide.
+    const fresh = [alert("a", 0, true), alert("b", 1, false), alert("c", 2)];
+    const old = [alert("c", 2)];
+    const chargebacks = new Set(["a", "b", "q"]);
+    const stats = compareAlerts(fresh, old, { idField: "txId", range: none, samples: 0, labelField: "chargebacks:cb", fraudIds: chargebacks, chargebackIds: chargebacks });
+    expect(stats.scores).toEqual({
+      labelField: "chargebacks:cb",
+      source: "chargebacks",
+      fraudInInput: 3,
+      new: { labelled: 3, truePositives: 2, precision: 2 / 3, recall: 2 / 3 },
+      old: { labelled: 1, truePositives: 0, precision: 0, recall: 0 },
+    });
+  });
+
+  it("leaves out alerts on records outside the compared range (a backtest's input), and counts them", () => {
+    const stats = compareAlerts([alert("a", 0), alert("b", 1)], [alert("a", 0), alert("z", 5), alert("y", 6)], { idField: "txId", range: none, samples: 0, labelField: null, fraudIds: null, scopeIds: new Set(["a", "b"]) });
+    expect(stats.counts).toEqual({ both: 1, onlyNew: 1, onlyOld: 0, newTotal: 2, oldTotal: 1 });
+    expect(stats.outOfScope).toEqual({ new: 0, old: 2 });
   });
 });
 

@@ -1,6 +1,7 @@
 // Shadow against enforcement, as numbers: alerts of two versions matched by the id of the record
 // that fired them, counted (in both, only in the new, only in the old), per hour of event time,
-// sampled, and scored against a fraud label when the records carry one. Pure: the Kafka reading
+// sampled, and scored against fraud labels: a label field in the records, or a chargeback topic
+// joined by transaction id (a charged-back transaction is fraud, any other is not). Pure: the Kafka reading
 // is in comparison-kafka.ts, the choice of versions and topics in comparison.ts.
 import { z } from "zod";
 
@@ -13,6 +14,8 @@ export interface ReadAlert {
   timestamp: number;
   key: string | null;
   value: Record<string, unknown>;
+  /** The matched record id when the reader knows it (another engine's alerts name it in a field of their own). */
+  recordId?: string;
 }
 
 /** An alert that could not be compared, with why (never dropped silently). */
@@ -92,11 +95,14 @@ export interface Scores {
 export interface ComparisonStats {
   range: { fromTs: number | null; toTs: number | null };
   counts: { both: number; onlyNew: number; onlyOld: number; newTotal: number; oldTotal: number };
+  /** Alerts left out because the record that fired them is not in the compared range (a backtest's input). */
+  outOfScope: { new: number; old: number };
   /** Alerts citing a record id already alerted on in the same topic (both kept out of the classes). */
   repeated: { new: number; old: number };
   perHour: { hourStart: number; new: number; old: number }[];
   samples: { both: { new: ReadAlert; old: ReadAlert }[]; onlyNew: ReadAlert[]; onlyOld: ReadAlert[] };
-  scores: { labelField: string; new: Scores; old: Scores; fraudInInput: number | null } | null;
+  /** `labelField` names the labels: the field, or `chargebacks:<topic>`; `source` says which kind. */
+  scores: { labelField: string; source: "field" | "chargebacks"; new: Scores; old: Scores; fraudInInput: number | null } | null;
 }
 
 const HOUR = 3_600_000;
@@ -112,27 +118,36 @@ export interface CompareOptions {
   labelField: string | null;
   /** Distinct ids of the input's fraud records (for recall); null when the input was not read. */
   fraudIds: ReadonlySet<string> | null;
+  /**
+   * Ids of charged-back transactions: when set, they are the labels (an alert on one is a true
+   * positive, on any other record a false one) and `labelField` only names them.
+   */
+  chargebackIds?: ReadonlySet<string> | null | undefined;
+  /** Record ids in the compared range (a backtest's input): alerts on other records are left out. Null: no restriction. */
+  scopeIds?: ReadonlySet<string> | null | undefined;
 }
 
-function byId(alerts: readonly ReadAlert[], opts: CompareOptions): { map: Map<string, ReadAlert>; repeated: number } {
+function byId(alerts: readonly ReadAlert[], opts: CompareOptions): { map: Map<string, ReadAlert>; repeated: number; outOfScope: number } {
   const map = new Map<string, ReadAlert>();
   let repeated = 0;
+  let outOfScope = 0;
   for (const alert of alerts) {
     const ts = alertTs(alert);
     if ((opts.range.fromTs !== null && ts < opts.range.fromTs) || (opts.range.toTs !== null && ts > opts.range.toTs)) continue;
-    const id = alertRecordId(alert, opts.idField);
-    if (map.has(id)) repeated++;
+    const id = alert.recordId ?? alertRecordId(alert, opts.idField);
+    if (opts.scopeIds && !opts.scopeIds.has(id)) outOfScope++;
+    else if (map.has(id)) repeated++;
     else map.set(id, alert);
   }
-  return { map, repeated };
+  return { map, repeated, outOfScope };
 }
 
-function score(alerts: Map<string, ReadAlert>, labelField: string, fraudIds: ReadonlySet<string> | null): Scores {
+function score(alerts: Map<string, ReadAlert>, labelField: string, fraudIds: ReadonlySet<string> | null, chargebackIds: ReadonlySet<string> | null): Scores {
   let labelled = 0;
   let truePositives = 0;
   let recalled = 0;
   for (const [id, alert] of alerts) {
-    const label = alertLabel(alert, labelField);
+    const label = chargebackIds ? chargebackIds.has(id) : alertLabel(alert, labelField);
     if (label !== null) labelled++;
     if (label === true) truePositives++;
     if (fraudIds?.has(id)) recalled++;
@@ -176,11 +191,18 @@ export function compareAlerts(newAlerts: readonly ReadAlert[], oldAlerts: readon
     range: opts.range,
     counts: { both: bothCount, onlyNew: onlyNew.length, onlyOld: onlyOld.length, newTotal: n.map.size, oldTotal: o.map.size },
     repeated: { new: n.repeated, old: o.repeated },
+    outOfScope: { new: n.outOfScope, old: o.outOfScope },
     perHour: [...hours].sort(([a], [b]) => a - b).map(([hourStart, c]) => ({ hourStart, ...c })),
     samples: { both, onlyNew: onlyNew.slice(0, opts.samples), onlyOld: onlyOld.slice(0, opts.samples) },
     scores:
       opts.labelField === null
         ? null
-        : { labelField: opts.labelField, new: score(n.map, opts.labelField, opts.fraudIds), old: score(o.map, opts.labelField, opts.fraudIds), fraudInInput: opts.fraudIds?.size ?? null },
+        : {
+            labelField: opts.labelField,
+            source: opts.chargebackIds ? "chargebacks" : "field",
+            new: score(n.map, opts.labelField, opts.fraudIds, opts.chargebackIds ?? null),
+            old: score(o.map, opts.labelField, opts.fraudIds, opts.chargebackIds ?? null),
+            fraudInInput: opts.fraudIds?.size ?? null,
+          },
   };
 }

@@ -1,28 +1,55 @@
-// The comparison an approver reads before a promotion: a rule's shadow version against its
-// enforcing version over the same events. Picks the versions (the newest shadow and enforcing
-// deployments unless told), the topics each writes (deployment-mode.ts), reads them to their
-// current end (comparison-kafka.ts) and matches the alerts (comparison-stats.ts). With a label
-// field, the input topic is read too, so that recall has a denominator.
+// The comparison an approver reads before a promotion: two sides' alerts over the same events. A
+// side is a version in shadow or enforcing (the newest such deployments unless told), a backtest
+// (its own topic), or an existing rule engine's alerts read from a topic with their id field (the
+// seeds' validation step). Each side's topics are read to their current end (comparison-kafka.ts)
+// and the alerts matched by record id (comparison-stats.ts). Labels come from a field of the records
+// (the input topic is read for recall's denominator) or from a chargeback topic joined by
+// transaction id. Against a backtest over a Kafka range, the range's records are read too, and
+// both sides are restricted to alerts on them, so "only old" does not count the rest of the topic.
 import { TRPCError } from "@trpc/server";
+import { z } from "zod";
 import type { DeploymentMode, PrismaClient } from "@keyflow/db";
 import type { PipelineDocument } from "@keyflow/operators";
 import { notFound } from "../errors";
 import { fromJsonColumn } from "../json";
+import { backtestRangeSchema, type BacktestRange } from "./backtests";
 import { alertTopics } from "./deployment-mode";
-import { kafkaClient, readTopicToEnd, type TopicRead } from "./comparison-kafka";
+import { kafkaClient, readTopicToEnd, type TopicRange, type TopicRead } from "./comparison-kafka";
 import { compareAlerts, labelOf, parseAlert, type ComparisonStats, type ReadAlert, type UnreadableAlert } from "./comparison-stats";
 
 /** Per topic read; beyond it the read stops and the answer says it was truncated. */
 const MAX_MESSAGES = 500_000;
 
+export const comparisonSideSchema = z.discriminatedUnion("kind", [
+  /** A version's shadow deployment (default: the newest one). */
+  z.object({ kind: z.literal("shadow"), versionId: z.string().min(1).optional() }),
+  /** A version's enforcing deployment (default: the newest one of another version than the other side's). */
+  z.object({ kind: z.literal("enforcing"), versionId: z.string().min(1).optional() }),
+  z.object({ kind: z.literal("backtest"), backtestId: z.string().min(1) }),
+  /** Another rule engine's alerts: a topic, and the field of its messages holding the transaction id. */
+  z.object({ kind: z.literal("topic"), topic: z.string().trim().min(1), idField: z.string().trim().min(1).max(200) }),
+]);
+export type ComparisonSideInput = z.infer<typeof comparisonSideSchema>;
+
+export const comparisonLabelsSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("none") }),
+  z.object({ kind: z.literal("field"), field: z.string().trim().min(1).max(200) }),
+  /** A chargeback topic: each message names a charged-back transaction in `idField`. */
+  z.object({ kind: z.literal("chargebacks"), topic: z.string().trim().min(1), idField: z.string().trim().min(1).max(200) }),
+]);
+export type ComparisonLabels = z.infer<typeof comparisonLabelsSchema>;
+
 export interface ComparisonInput {
   pipelineId: string;
-  /** The challenger, read from its shadow topic; default: the newest shadow deployment's version. */
+  /** The challenger; default: the newest shadow deployment's version (or `newVersionId` in shadow). */
+  newSide?: ComparisonSideInput | undefined;
+  /** The incumbent; default: the newest enforcing deployment of another version (or `oldVersionId` enforcing). */
+  oldSide?: ComparisonSideInput | undefined;
   newVersionId?: string | undefined;
-  /** The incumbent, read from its enforcement topic; default: the newest enforcing deployment's version (another one). */
   oldVersionId?: string | undefined;
-  /** Label field in the records (e.g. isFraud); null: no precision and recall. */
+  /** Label field in the records (e.g. isFraud); null: no precision and recall. `labels` wins when given. */
   labelField: string | null;
+  labels?: ComparisonLabels | undefined;
   /**
    * Event-time bounds; default: none, both topics whole. (A default such as "the span both versions'
    * alerts cover" would hide the new version's alerts after the old one's last alert.)
@@ -31,13 +58,21 @@ export interface ComparisonInput {
   samples: number;
 }
 
+export type SideKind = DeploymentMode | "backtest" | "topic";
+
 interface Side {
-  versionId: string;
-  number: number;
-  mode: DeploymentMode;
+  kind: SideKind;
+  /** How the UI names it: "v2 shadow", "backtest ck… of v2", "topic legacy.alerts". */
+  label: string;
+  versionId: string | null;
+  number: number | null;
+  /** Kept for readers of the shadow/enforcing comparison: the deployment mode, "test" for a backtest, null for a topic. */
+  mode: DeploymentMode | null;
   topics: string[];
   idField: string;
-  graph: PipelineDocument;
+  graph: PipelineDocument | null;
+  /** A backtest's range (the other side is restricted to it when it is a Kafka range). */
+  backtestRange: BacktestRange | null;
 }
 
 export interface Comparison {
@@ -50,6 +85,8 @@ export interface Comparison {
   missingTopics: string[];
   truncatedTopics: string[];
   inputTopics: string[];
+  /** Shadow alerts tagged with another version than their side's (several versions share `<rule>.shadow`): left out. */
+  otherVersions: number;
 }
 
 /** The record id field the rule cites in its evidence: the first `idField` param of its nodes, else "id". */
@@ -61,7 +98,7 @@ export function idFieldOf(graph: PipelineDocument): string {
   return "id";
 }
 
-async function side(prisma: PrismaClient, pipelineId: string, versionId: string | undefined, mode: DeploymentMode, exceptVersion: string | null): Promise<Side> {
+async function versionSide(prisma: PrismaClient, pipelineId: string, versionId: string | undefined, mode: DeploymentMode, exceptVersion: string | null): Promise<Side> {
   let id = versionId;
   if (id === undefined) {
     const deployment = await prisma.deployment.findFirst({
@@ -79,61 +116,176 @@ async function side(prisma: PrismaClient, pipelineId: string, versionId: string 
   const graph = fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`);
   const topics = alertTopics(graph, mode).map((t) => t.topic);
   if (topics.length === 0) throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${version.number} has no Kafka sink: its alerts cannot be read back for a comparison` });
-  return { versionId: version.id, number: version.number, mode, topics, idField: idFieldOf(graph), graph };
+  return { kind: mode, label: `v${version.number} ${mode === "enforcing" ? "enforcing" : mode}`, versionId: version.id, number: version.number, mode, topics, idField: idFieldOf(graph), graph, backtestRange: null };
 }
 
-function toAlerts(reads: readonly TopicRead[], unreadable: UnreadableAlert[]): ReadAlert[] {
+async function backtestSide(prisma: PrismaClient, pipelineId: string, backtestId: string): Promise<Side> {
+  const row = await prisma.backtest.findFirst({ where: { id: backtestId, pipelineId }, select: { id: true, range: true, alertTopic: true, version: { select: { id: true, number: true, graph: true, pipeline: { select: { name: true } } } } } });
+  if (!row) throw notFound("backtest", backtestId);
+  const graph = fromJsonColumn(row.version.graph, `version ${row.version.number} of ${row.version.pipeline.name}`);
+  const topics = row.alertTopic.split(",").filter(Boolean);
+  if (topics.length === 0) throw new TRPCError({ code: "PRECONDITION_FAILED", message: `backtest ${row.id} has no Kafka sink: its alerts cannot be read back for a comparison` });
+  const range = backtestRangeSchema.safeParse(row.range);
+  return { kind: "backtest", label: `backtest ${row.id} of v${row.version.number}`, versionId: row.version.id, number: row.version.number, mode: "test", topics, idField: idFieldOf(graph), graph, backtestRange: range.success ? range.data : null };
+}
+
+async function resolveSide(prisma: PrismaClient, pipelineId: string, side: ComparisonSideInput, exceptVersion: string | null): Promise<Side> {
+  switch (side.kind) {
+    case "shadow":
+    case "enforcing":
+      return versionSide(prisma, pipelineId, side.versionId, side.kind, exceptVersion);
+    case "backtest":
+      return backtestSide(prisma, pipelineId, side.backtestId);
+    case "topic":
+      return { kind: "topic", label: `topic ${side.topic}`, versionId: null, number: null, mode: null, topics: [side.topic], idField: side.idField, graph: null, backtestRange: null };
+  }
+}
+
+/**
+ * The version a shadow alert says raised it, when it says (several versions of a rule share
+ * `<rule>.shadow`): a `keyflow-version` header, or a `version` number / `keyflowVersion` in the value.
+ */
+export function taggedVersion(headers: Readonly<Record<string, string>>, value: Record<string, unknown>): number | null {
+  for (const name of ["keyflow-version", "keyflow.version", "x-keyflow-version"]) {
+    const h = headers[name];
+    if (h !== undefined && /^v?\d+$/.test(h.trim())) return Number(h.trim().replace(/^v/, ""));
+  }
+  for (const field of ["keyflowVersion", "version"]) {
+    const v = value[field];
+    if (typeof v === "number" && Number.isInteger(v)) return v;
+    if (typeof v === "string" && /^v?\d+$/.test(v.trim())) return Number(v.trim().replace(/^v/, ""));
+  }
+  return null;
+}
+
+function toAlerts(reads: readonly TopicRead[], side: Side, unreadable: UnreadableAlert[]): { alerts: ReadAlert[]; otherVersions: number } {
   const alerts: ReadAlert[] = [];
+  let otherVersions = 0;
   for (const read of reads) {
     for (const m of read.messages) {
       const parsed = parseAlert(m.value);
-      if (parsed.ok) alerts.push({ topic: m.topic, partition: m.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: parsed.value });
-      else unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: parsed.reason });
+      if (!parsed.ok) {
+        unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: parsed.reason });
+        continue;
+      }
+      if (side.kind === "shadow" && side.number !== null) {
+        const tag = taggedVersion(m.headers, parsed.value);
+        if (tag !== null && tag !== side.number) {
+          otherVersions++;
+          continue;
+        }
+      }
+      const alert: ReadAlert = { topic: m.topic, partition: m.partition, offset: m.offset, timestamp: m.timestamp, key: m.key, value: parsed.value };
+      if (side.kind === "topic") {
+        // Another engine's alert names the transaction in its own field, at the top level.
+        const id = parsed.value[side.idField];
+        if (typeof id !== "string" && typeof id !== "number") {
+          unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: `no "${side.idField}" to match it by` });
+          continue;
+        }
+        alert.recordId = String(id);
+      }
+      alerts.push(alert);
     }
   }
-  return alerts;
+  return { alerts, otherVersions };
 }
+
+/** A backtest's Kafka range as a part of its input topic to read. */
+function topicRangeOf(range: Extract<BacktestRange, { kind: "kafka" }>): TopicRange {
+  return {
+    startOffsets: range.from.by === "offsets" ? range.from.offsets : undefined,
+    startTime: range.from.by === "time" ? range.from.ts : undefined,
+    endOffsets: range.to.by === "offsets" ? range.to.offsets : undefined,
+    endTime: range.to.by === "time" ? range.to.ts : undefined,
+  };
+}
+
+/** Which input to read for labels and scope: a backtest's range (its topic, or the graph's source topics), else the new side's source topics whole. */
+function inputOf(newSide: Side, oldSide: Side): { topics: string[]; range: TopicRange | undefined; scoped: boolean } {
+  const backtest = [newSide, oldSide].find((s) => s.backtestRange?.kind === "kafka");
+  const graph = backtest?.graph ?? newSide.graph ?? oldSide.graph;
+  const sourceTopics = graph ? graph.nodes.filter((n) => n.type === "source.kafka").map((n) => String((n.params as { topic?: unknown }).topic)) : [];
+  if (backtest?.backtestRange?.kind === "kafka") {
+    const r = backtest.backtestRange;
+    return { topics: r.topic !== undefined ? [r.topic] : sourceTopics, range: topicRangeOf(r), scoped: true };
+  }
+  return { topics: sourceTopics, range: undefined, scoped: false };
+}
+
+const labelsOf = (input: ComparisonInput): ComparisonLabels => input.labels ?? (input.labelField === null ? { kind: "none" } : { kind: "field", field: input.labelField });
 
 export async function compareVersions(prisma: PrismaClient, brokers: readonly string[] | undefined, input: ComparisonInput): Promise<Comparison> {
   if (!brokers || brokers.length === 0) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "KAFKA_BROKERS is not set for the web app: it cannot read the alert topics to compare them" });
-  const newSide = await side(prisma, input.pipelineId, input.newVersionId, "shadow", null);
-  const oldSide = await side(prisma, input.pipelineId, input.oldVersionId, "enforcing", newSide.versionId);
+  const newSide = await resolveSide(prisma, input.pipelineId, input.newSide ?? { kind: "shadow", versionId: input.newVersionId }, null);
+  const oldSide = await resolveSide(prisma, input.pipelineId, input.oldSide ?? { kind: "enforcing", versionId: input.oldVersionId }, newSide.versionId);
+  if (newSide.kind === "backtest" && oldSide.kind === "backtest" && JSON.stringify(newSide.backtestRange) !== JSON.stringify(oldSide.backtestRange)) {
+    throw new TRPCError({ code: "BAD_REQUEST", message: `${newSide.label} and ${oldSide.label} replayed different ranges: compare backtests over the same range` });
+  }
   const kafka = kafkaClient(brokers);
   const newReads = await Promise.all(newSide.topics.map((t) => readTopicToEnd(kafka, t, MAX_MESSAGES)));
   const oldReads = await Promise.all(oldSide.topics.map((t) => readTopicToEnd(kafka, t, MAX_MESSAGES)));
   const unreadable: UnreadableAlert[] = [];
-  const newAlerts = toAlerts(newReads, unreadable);
-  const oldAlerts = toAlerts(oldReads, unreadable);
+  const fresh = toAlerts(newReads, newSide, unreadable);
+  const old = toAlerts(oldReads, oldSide, unreadable);
 
-  // Recall needs the fraud in the input: the new version's Kafka sources, read the same way.
-  const inputTopics = newSide.graph.nodes.filter((n) => n.type === "source.kafka").map((n) => String((n.params as { topic?: unknown }).topic));
-  let fraudIds: Set<string> | null = null;
+  const labels = labelsOf(input);
+  const input$ = inputOf(newSide, oldSide);
+  const idField = newSide.kind === "topic" ? oldSide.idField : newSide.idField;
+  // The input is read when recall needs its fraud or a backtest's range restricts the comparison.
+  const needInput = input$.topics.length > 0 && (labels.kind !== "none" || input$.scoped);
   const inputReads: TopicRead[] = [];
-  if (input.labelField !== null && inputTopics.length > 0) {
-    let labelled = 0;
-    const ids = new Set<string>();
-    for (const topic of inputTopics) {
-      const read = await readTopicToEnd(kafka, topic, MAX_MESSAGES);
+  const inputIds = new Set<string>();
+  const labelledFraud = new Set<string>();
+  let labelled = 0;
+  if (needInput) {
+    for (const topic of input$.topics) {
+      const read = await readTopicToEnd(kafka, topic, MAX_MESSAGES, input$.range);
       inputReads.push(read);
       for (const m of read.messages) {
         const parsed = parseAlert(m.value);
         if (!parsed.ok) continue; // a record the rule itself sends to dead letters: no verdict either way
-        const label = labelOf(parsed.value, input.labelField);
+        const id = parsed.value[idField];
+        if (typeof id !== "string" && typeof id !== "number") continue;
+        inputIds.add(String(id));
+        if (labels.kind !== "field") continue;
+        const label = labelOf(parsed.value, labels.field);
         if (label === null) continue;
         labelled++;
-        const id = parsed.value[newSide.idField];
-        if (label && (typeof id === "string" || typeof id === "number")) ids.add(String(id));
+        if (label) labelledFraud.add(String(id));
       }
     }
-    fraudIds = labelled > 0 ? ids : null;
   }
 
-  const stats = compareAlerts(newAlerts, oldAlerts, {
-    idField: newSide.idField,
+  let fraudIds: Set<string> | null = null;
+  let chargebackIds: Set<string> | null = null;
+  if (labels.kind === "field") fraudIds = needInput && labelled > 0 ? labelledFraud : null;
+  if (labels.kind === "chargebacks") {
+    const read = await readTopicToEnd(kafka, labels.topic, MAX_MESSAGES);
+    inputReads.push(read);
+    chargebackIds = new Set();
+    for (const m of read.messages) {
+      const parsed = parseAlert(m.value);
+      if (!parsed.ok) {
+        unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: `chargeback: ${parsed.reason}` });
+        continue;
+      }
+      const id = parsed.value[labels.idField];
+      if (typeof id === "string" || typeof id === "number") chargebackIds.add(String(id));
+      else unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: `chargeback without a "${labels.idField}"` });
+    }
+    // Recall's denominator: the charged-back transactions among the records compared (all of them when the input was not read).
+    fraudIds = needInput ? new Set([...chargebackIds].filter((id) => inputIds.has(id))) : chargebackIds;
+  }
+
+  const stats = compareAlerts(fresh.alerts, old.alerts, {
+    idField,
     range: input.range ?? { fromTs: null, toTs: null },
     samples: input.samples,
-    labelField: input.labelField,
+    labelField: labels.kind === "none" ? null : labels.kind === "field" ? labels.field : `chargebacks:${labels.topic}`,
     fraudIds,
+    chargebackIds,
+    scopeIds: input$.scoped ? inputIds : null,
   });
   const all = [...newReads, ...oldReads, ...inputReads];
   const { graph: _n, ...newOut } = newSide;
@@ -146,6 +298,7 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
     unreadable: { count: unreadable.length, first: unreadable.slice(0, 5) },
     missingTopics: all.filter((r) => !r.exists).map((r) => r.topic),
     truncatedTopics: all.filter((r) => r.truncated).map((r) => r.topic),
-    inputTopics,
+    inputTopics: needInput ? input$.topics : [],
+    otherVersions: fresh.otherVersions + old.otherVersions,
   };
 }
