@@ -85,7 +85,7 @@ export interface Comparison {
   missingTopics: string[];
   truncatedTopics: string[];
   inputTopics: string[];
-  /** Shadow alerts tagged with another version than their side's (several versions share `<rule>.shadow`): left out. */
+  /** Alerts tagged with another version than their side's (several versions share `<rule>.shadow`): left out. */
   otherVersions: number;
 }
 
@@ -141,20 +141,20 @@ async function resolveSide(prisma: PrismaClient, pipelineId: string, side: Compa
   }
 }
 
+/** The version tag a rule job puts on every alert (apps/runner/src/job/rule-job.ts: SHADOW_VERSION_HEADER, RULE_VERSION_FIELD). */
+export const RULE_VERSION_HEADER = "keyflow-rule-version";
+export const RULE_VERSION_FIELD = "ruleVersion";
+
 /**
- * The version a shadow alert says raised it, when it says (several versions of a rule share
- * `<rule>.shadow`): a `keyflow-version` header, or a `version` number / `keyflowVersion` in the value.
+ * The version an alert says raised it, when it says: several versions of a rule share
+ * `<rule>.shadow` (and, across a promotion, the enforcement topic), so the tag tells them apart.
  */
 export function taggedVersion(headers: Readonly<Record<string, string>>, value: Record<string, unknown>): number | null {
-  for (const name of ["keyflow-version", "keyflow.version", "x-keyflow-version"]) {
-    const h = headers[name];
-    if (h !== undefined && /^v?\d+$/.test(h.trim())) return Number(h.trim().replace(/^v/, ""));
-  }
-  for (const field of ["keyflowVersion", "version"]) {
-    const v = value[field];
-    if (typeof v === "number" && Number.isInteger(v)) return v;
-    if (typeof v === "string" && /^v?\d+$/.test(v.trim())) return Number(v.trim().replace(/^v/, ""));
-  }
+  const h = headers[RULE_VERSION_HEADER]?.trim();
+  if (h !== undefined && /^\d+$/.test(h)) return Number(h);
+  const v = value[RULE_VERSION_FIELD];
+  if (typeof v === "number" && Number.isInteger(v)) return v;
+  if (typeof v === "string" && /^\d+$/.test(v.trim())) return Number(v.trim());
   return null;
 }
 
@@ -168,7 +168,7 @@ function toAlerts(reads: readonly TopicRead[], side: Side, unreadable: Unreadabl
         unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: parsed.reason });
         continue;
       }
-      if (side.kind === "shadow" && side.number !== null) {
+      if ((side.kind === "shadow" || side.kind === "enforcing") && side.number !== null) {
         const tag = taggedVersion(m.headers, parsed.value);
         if (tag !== null && tag !== side.number) {
           otherVersions++;
