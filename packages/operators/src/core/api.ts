@@ -2,6 +2,7 @@
 // Modelled on Flink's KeyedProcessFunction / AbstractStreamOperator: output only through the
 // context's collector, timers only through the timer service, state only through named
 // descriptors. Time comes from records and watermarks; processing time is injected.
+import type { AdoptedTable } from "./state/backend";
 
 /** A JSON value, as records carry them. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [field: string]: JsonValue };
@@ -98,6 +99,20 @@ export interface RuntimeContext {
   getValueState<T>(descriptor: ValueStateDescriptor<T>): ValueState<T>;
   getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T>;
   getMapState<V>(descriptor: MapStateDescriptor<V>): MapState<V>;
+  /**
+   * Present only on a backend that keeps tables by reference (the heap backend): registers a table
+   * kept in the operator's own layout under its name (the backend first hands it, through load(),
+   * the entries restored for that name) and returns it. The backend snapshots, rescales and counts
+   * it like its own tables. Operators use it for a faster storage of the same logic and keep to
+   * the state handles above when it is absent.
+   */
+  adoptState?<T extends AdoptedTable>(table: T): T;
+}
+
+/** What onWatermark may emit: output as if from a timer of a given key (the key travels with the record). */
+export interface WatermarkContext extends Collector {
+  /** The collector, with `key` as the key of what it emits next. */
+  forKey(key: Key): Collector;
 }
 
 export interface Collector {
@@ -141,7 +156,7 @@ export interface Operator {
   processElement(record: StreamRecord, ctx: ProcessContext): void;
   onTimer?(timer: TimerFiring, ctx: ProcessContext): void;
   /** Called after the timers up to `watermark` have fired, before it is forwarded. */
-  onWatermark?(watermark: number, ctx: Collector): void;
+  onWatermark?(watermark: number, ctx: WatermarkContext): void;
   snapshotState?(): JsonValue;
   restoreState?(state: JsonValue): void;
   close?(): void;

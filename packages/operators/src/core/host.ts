@@ -17,6 +17,8 @@ import type {
   TimerService,
   ValueState,
   ValueStateDescriptor,
+  WatermarkContext,
+  Collector,
 } from "./api";
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
@@ -31,6 +33,7 @@ import {
   TtlListState,
   TtlMapState,
   TtlValueState,
+  type AdoptedTable,
   type KeyScope,
   type KeyedStateBackend,
   type StateKind,
@@ -110,7 +113,7 @@ const DEFAULT_NAMESPACE = "";
  * record to record, so the per-record path allocates nothing (Flink reuses its contexts too).
  * It is also the operator's TimerService and RuntimeContext.
  */
-class HostContext implements ProcessContext, TimerService, RuntimeContext, KeyScope {
+class HostContext implements ProcessContext, TimerService, RuntimeContext, KeyScope, WatermarkContext {
   key: Key | undefined = undefined;
   timestamp = MIN_WATERMARK;
   watermark = MIN_WATERMARK;
@@ -127,6 +130,13 @@ class HostContext implements ProcessContext, TimerService, RuntimeContext, KeySc
   ) {
     this.processingTime = processingTime;
   }
+
+  forKey(key: Key): Collector {
+    this.key = key;
+    return this;
+  }
+
+  adoptState?: <T extends AdoptedTable>(table: T) => T;
 
   output(value: JsonObject, timestamp?: number): void {
     this.host.emitOut("out", value, timestamp ?? this.timestamp, this.key);
@@ -219,6 +229,14 @@ export class OperatorHost {
     this.channelIdle = new Array<boolean>(channels).fill(false);
     this.ctx = new HostContext(this, nodeId, opts.processingTime ?? MIN_WATERMARK);
     this.keySelector = spec.keySelector?.(opts.params);
+    const backend = this.backend;
+    if (backend.adoptTable !== undefined) {
+      const adopt = backend.adoptTable.bind(backend);
+      this.ctx.adoptState = <T extends AdoptedTable>(table: T): T => {
+        adopt(table);
+        return table;
+      };
+    }
 
     const connected = new Set(opts.connectedOutputs ?? spec.outputs.map((o) => o.id));
     this.operator = spec.create(opts.params, { ...opts.services, nodeId, connectedOutputs: connected });

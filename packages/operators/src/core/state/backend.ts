@@ -55,6 +55,23 @@ export interface KeyedStateBackend {
   /** Replaces all state. `keep` filters keys (a subtask restoring only its key-group range). */
   restore(tables: readonly TableSnapshot[], keep?: (key: Key) => boolean): void;
   stats(): StateBackendStats;
+  /**
+   * Optional, heap backends only: keep `table` as the state of its name, by reference, in the
+   * operator's own layout (flat columns by slot, see slots.ts), after handing it through load()
+   * the entries restored for that name so far. The backend snapshots and counts it through its
+   * StateTable members like any other table. An operator asks for this through
+   * RuntimeContext.adoptState and keeps to its generic handles when the backend lacks it (an
+   * on-disk backend), so one operator logic runs on both.
+   */
+  adoptTable?(table: AdoptedTable): void;
+}
+
+/** A table kept in an operator's own layout (see KeyedStateBackend.adoptTable). */
+export interface AdoptedTable extends StateTable<unknown> {
+  /** Takes the restored entries of its name (stored form, as its entries() gives them). */
+  load(entries: ReadonlyArray<readonly [Key, unknown]>): void;
+  /** The heap bytes of the whole table when the table knows them better than a per-entry estimate. */
+  estimatedBytes?(): number;
 }
 
 class HeapStateTable<V> implements StateTable<V> {
@@ -91,7 +108,7 @@ class HeapStateTable<V> implements StateTable<V> {
 const STATS_SAMPLE = 2_000;
 
 export class HeapKeyedStateBackend implements KeyedStateBackend {
-  private readonly byName = new Map<string, HeapStateTable<unknown>>();
+  private readonly byName = new Map<string, StateTable<unknown>>();
 
   table<V>(name: string, kind: StateKind): StateTable<V> {
     let t = this.byName.get(name);
@@ -101,7 +118,16 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     } else if (t.kind !== kind) {
       throw new Error(`state "${name}" is declared as ${kind} state but already exists as ${t.kind} state; state names must be unique within an operator`);
     }
-    return t as HeapStateTable<V>;
+    return t as StateTable<V>;
+  }
+
+  adoptTable(table: AdoptedTable): void {
+    const old = this.byName.get(table.name);
+    if (old !== undefined && old.kind !== table.kind) {
+      throw new Error(`state "${table.name}" is declared as ${table.kind} state but already exists as ${old.kind} state; state names must be unique within an operator`);
+    }
+    if (old !== undefined && old !== table) table.load([...old.entries()]);
+    this.byName.set(table.name, table);
   }
 
   tables(): readonly StateTable<unknown>[] {
@@ -120,10 +146,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       return g;
     };
     return names.map((name) => {
-      const t = this.byName.get(name) as HeapStateTable<unknown>;
-      const keys = [...t.map.keys()].sort((a, b) => groupOf(a) - groupOf(b) || (a < b ? -1 : a > b ? 1 : 0));
+      const t = this.byName.get(name) as StateTable<unknown>;
+      const keys = [...t.keys()].sort((a, b) => groupOf(a) - groupOf(b) || (a < b ? -1 : a > b ? 1 : 0));
       const entries: Array<[Key, unknown]> = keys.map((k) => {
-        const v = t.map.get(k);
+        const v = t.get(k);
         return [k, t.kind === "map" ? [...(v as Map<string, unknown>).entries()] : v];
       });
       return { name, kind: t.kind, entries };
@@ -146,24 +172,25 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     let stateEntries = 0;
     let stateBytes = 0;
     for (const t of this.byName.values()) {
-      const n = t.map.size;
+      const n = t.size;
       if (n === 0) continue;
       const step = n > STATS_SAMPLE ? n / STATS_SAMPLE : 1;
       let next = 0;
       let i = 0;
       let sampledBytes = 0;
       let sampled = 0;
-      for (const [k, v] of t.map) {
+      const known = (t as AdoptedTable).estimatedBytes?.();
+      for (const [k, v] of t.entries()) {
         keys.add(k);
         stateEntries += t.kind === "map" ? (v as Map<string, unknown>).size : 1;
-        if (i >= next) {
+        if (known === undefined && i >= next) {
           sampledBytes += MAP_ENTRY_OVERHEAD + estimateBytes(k) + estimateBytes(v);
           sampled++;
           next += step;
         }
         i++;
       }
-      stateBytes += Math.round((sampledBytes / sampled) * n);
+      stateBytes += known ?? Math.round((sampledBytes / sampled) * n);
     }
     return { keys: keys.size, stateEntries, stateBytes };
   }

@@ -2,3 +2,4 @@
 export * from "./backend";
 export * from "./handles";
 export { estimateBytes } from "./size";
+export * from "./slots";

@@ -3,13 +3,14 @@
 // itself so it needs no keyBy. State is one timestamp per live id, freed by an event-time timer
 // when its TTL has passed, so an unbounded stream of unique ids keeps a bounded state.
 import { z } from "zod";
-import { valueState, type Operator, type ValueState } from "../../core/api";
+import type { Operator } from "../../core/api";
 import { canonicalKey } from "../../core/keys";
 import { defineOperator } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorsPort } from "../side-outputs";
 import { fieldParamIssues, readField } from "../shared/fields";
+import { HandleDedupStore, SlotDedupStore, type DedupStore } from "./store";
 
 export const dedupParams = z.strictObject({
   field: fieldName().describe(
@@ -20,8 +21,6 @@ export const dedupParams = z.strictObject({
   ),
 });
 export type DedupParams = z.infer<typeof dedupParams>;
-
-const EXPIRY_TIMER = "expiry";
 
 export const dedupSpec = defineOperator({
   type: "dedup",
@@ -68,37 +67,32 @@ compared with the state that remains.`,
     return (value) => canonicalKey(readField(value, params.field), what);
   },
   create(params): Operator {
-    // Two value states rather than one object: a unique id (the common case) costs one number,
-    // and only ids that actually have copies pay for a counter.
-    let passedAt: ValueState<number>;
-    let duplicates: ValueState<number>;
+    // The storage is the backend's choice (store.ts): flat columns on the heap, state handles and
+    // timers elsewhere; the decision below is the same for both.
+    let store: DedupStore;
     return {
       open(ctx) {
-        passedAt = ctx.getValueState(valueState<number>("passedAt"));
-        duplicates = ctx.getValueState(valueState<number>("duplicates"));
+        store = ctx.adoptState !== undefined ? new SlotDedupStore(params.ttlMs) : new HandleDedupStore(params.ttlMs);
+        store.open(ctx);
       },
       processElement(record, ctx) {
         const ts = record.timestamp;
-        const passed = passedAt.value();
+        const key = ctx.key as string;
+        const passed = store.passedAt(key, ctx);
         if (passed !== undefined && passed > ts - params.ttlMs) {
-          const n = (duplicates.value() ?? 0) + 1;
-          duplicates.update(n);
-          ctx.sideOutput("duplicates", { key: ctx.key ?? null, ts, passedAt: passed, duplicates: n, record: record.value }, ts);
+          const n = store.addDuplicate(key);
+          ctx.sideOutput("duplicates", { key, ts, passedAt: passed, duplicates: n, record: record.value }, ts);
           return;
         }
         // A record passes only at least ttlMs after the previous one, so passedAt only grows.
-        passedAt.update(ts);
-        if (passed !== undefined) duplicates.clear();
-        ctx.timerService.registerEventTimeTimer(ts + params.ttlMs, EXPIRY_TIMER);
+        store.pass(key, ts, ctx);
         ctx.output(record.value, ts);
       },
       onTimer(timer) {
-        // An older timer of an id that passed again since: the newer timer frees it.
-        const passed = passedAt.value();
-        if (passed !== undefined && passed + params.ttlMs <= timer.time) {
-          passedAt.clear();
-          duplicates.clear();
-        }
+        store.onTimer(timer);
+      },
+      onWatermark(watermark) {
+        store.onWatermark(watermark);
       },
     };
   },

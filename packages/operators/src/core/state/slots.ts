@@ -1,0 +1,268 @@
+// Key slots: heap-only key -> slot index lookup for operators that keep their keyed state in flat
+// arrays indexed by slot (columns), chosen only on a backend that adopts tables (see backend.ts).
+// An open-addressing table of our own over an Int32Array, rather than a JS Map: a Map lookup over a
+// million keys is several dependent cache misses (bucket, entry, the other key's hash), this one is
+// usually one (the probed position holds the hash and the slot side by side).
+import type { Key } from "../api";
+import { NumberMinHeap } from "../minheap";
+import type { AdoptedTable, StateKind } from "./backend";
+
+/** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
+export function hashKey(key: string): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) | 0;
+}
+
+const MIN_POSITIONS = 16;
+
+/**
+ * Stable slots for keys: a key keeps its slot until it is deleted, and freed slots are reused
+ * (a free list), so per-key columns stay dense. Positions hold [hash, slot + 1] (0: empty), linear
+ * probing at load <= 1/2, backward-shift deletion (no tombstones, so probe runs stay short under
+ * the churn of TTL'd keys).
+ */
+export class KeySlots {
+  private positions = new Int32Array(2 * MIN_POSITIONS);
+  private mask = MIN_POSITIONS - 1;
+  /** The key of each slot; undefined when the slot is free. */
+  private keyOf: Array<Key | undefined> = [];
+  private hashOf = new Int32Array(MIN_POSITIONS);
+  private readonly free: number[] = [];
+  private high = 0;
+  private live = 0;
+  private keyBytes = 0;
+  /** Slot capacity: columns indexed by slot must hold this many rows (it only grows). */
+  capacity = MIN_POSITIONS;
+
+  get size(): number {
+    return this.live;
+  }
+
+  /** Slots ever handed out: every live slot is below it. */
+  get highWater(): number {
+    return this.high;
+  }
+
+  keyAt(slot: number): Key | undefined {
+    return this.keyOf[slot];
+  }
+
+  /** The key's slot, or -1. */
+  find(key: Key): number {
+    const h = hashKey(key);
+    const pos = this.positions;
+    const mask = this.mask;
+    for (let p = h & mask; ; p = (p + 1) & mask) {
+      const s = pos[2 * p + 1] as number;
+      if (s === 0) return -1;
+      if (pos[2 * p] === h && this.keyOf[s - 1] === key) return s - 1;
+    }
+  }
+
+  /** The key's slot, added when absent (then `added` is true until the next call). */
+  added = false;
+  findOrAdd(key: Key): number {
+    const h = hashKey(key);
+    const pos = this.positions;
+    const mask = this.mask;
+    let p = h & mask;
+    for (; ; p = (p + 1) & mask) {
+      const s = pos[2 * p + 1] as number;
+      if (s === 0) break;
+      if (pos[2 * p] === h && this.keyOf[s - 1] === key) {
+        this.added = false;
+        return s - 1;
+      }
+    }
+    this.added = true;
+    const slot = this.free.length > 0 ? (this.free.pop() as number) : this.high++;
+    if (slot >= this.capacity) this.growSlots();
+    this.keyOf[slot] = key;
+    this.hashOf[slot] = h;
+    this.live++;
+    this.keyBytes += 16 + key.length;
+    if (2 * this.live > this.mask + 1) {
+      this.rehash(2 * (this.mask + 1)); // places every live slot, this one included
+    } else {
+      pos[2 * p] = h;
+      pos[2 * p + 1] = slot + 1;
+    }
+    return slot;
+  }
+
+  /** Frees a live slot (its key becomes absent; the slot may be handed out again). */
+  delete(slot: number): void {
+    const key = this.keyOf[slot];
+    if (key === undefined) return;
+    const pos = this.positions;
+    const mask = this.mask;
+    let i = (this.hashOf[slot] as number) & mask;
+    while ((pos[2 * i + 1] as number) !== slot + 1) i = (i + 1) & mask;
+    // Backward shift: move later entries of the run into the hole when their home allows it.
+    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
+      const s = pos[2 * j + 1] as number;
+      if (s === 0) break;
+      const home = (pos[2 * j] as number) & mask;
+      const stays = i <= j ? i < home && home <= j : i < home || home <= j;
+      if (stays) continue;
+      pos[2 * i] = pos[2 * j] as number;
+      pos[2 * i + 1] = s;
+      i = j;
+    }
+    pos[2 * i] = 0;
+    pos[2 * i + 1] = 0;
+    this.keyOf[slot] = undefined;
+    this.free.push(slot);
+    this.live--;
+    this.keyBytes -= 16 + key.length;
+  }
+
+  /** Live slots in ascending slot order. */
+  *slots(): IterableIterator<number> {
+    for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) yield s;
+  }
+
+  clear(): void {
+    this.positions = new Int32Array(2 * MIN_POSITIONS);
+    this.mask = MIN_POSITIONS - 1;
+    this.keyOf = [];
+    this.free.length = 0;
+    this.high = 0;
+    this.live = 0;
+    this.keyBytes = 0;
+  }
+
+  /** Heap bytes of the lookup itself and its keys (not the owner's columns). */
+  bytes(): number {
+    return this.positions.byteLength + this.hashOf.byteLength + 4 * this.keyOf.length + 8 * this.free.length + this.keyBytes;
+  }
+
+  private place(h: number, slot: number): void {
+    const pos = this.positions;
+    const mask = this.mask;
+    let p = h & mask;
+    while ((pos[2 * p + 1] as number) !== 0) p = (p + 1) & mask;
+    pos[2 * p] = h;
+    pos[2 * p + 1] = slot + 1;
+  }
+
+  private rehash(size: number): void {
+    this.positions = new Int32Array(2 * size);
+    this.mask = size - 1;
+    for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) this.place(this.hashOf[s] as number, s);
+  }
+
+  private growSlots(): void {
+    this.capacity *= 2;
+    const h = new Int32Array(this.capacity);
+    h.set(this.hashOf);
+    this.hashOf = h;
+  }
+}
+
+/** Grows a column of `stride` doubles per slot to the slots' capacity, keeping its rows (new rows: `fill`). */
+export function growColumn(col: Float64Array<ArrayBuffer>, capacity: number, stride: number, fill = 0): Float64Array<ArrayBuffer> {
+  if (col.length >= capacity * stride) return col;
+  const next = new Float64Array(capacity * stride);
+  if (fill !== 0) next.fill(fill, col.length);
+  next.set(col);
+  return next;
+}
+
+/**
+ * Slots due at a time, bucketed by time (width `width`): the heap-only replacement for one timer
+ * per key. A bucket is handed back once the watermark has passed every time it may hold, so the
+ * owner re-checks each slot's own time (a slot may have been freed, reused or rescheduled since).
+ */
+export class SlotSchedule {
+  private readonly buckets = new Map<number, number[]>();
+  private readonly order = new NumberMinHeap();
+  private count = 0;
+
+  constructor(private readonly width: number) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  add(slot: number, time: number): void {
+    const b = Math.floor(time / this.width);
+    let list = this.buckets.get(b);
+    if (list === undefined) {
+      list = [];
+      this.buckets.set(b, list);
+      this.order.push(b);
+    }
+    list.push(slot);
+    this.count++;
+  }
+
+  /** Calls `fn` for every slot of the buckets whose times are all <= watermark. */
+  due(watermark: number, fn: (slot: number) => void): void {
+    for (let b = this.order.peek(); b !== undefined && (b + 1) * this.width <= watermark; b = this.order.peek()) {
+      this.order.pop();
+      const list = this.buckets.get(b);
+      this.buckets.delete(b);
+      if (list === undefined) continue;
+      this.count -= list.length;
+      for (let i = 0; i < list.length; i++) fn(list[i] as number);
+    }
+  }
+
+  clear(): void {
+    this.buckets.clear();
+    this.order.clear();
+    this.count = 0;
+  }
+}
+
+/**
+ * A state table over slots, as the backend snapshots and counts it: the key of each slot whose
+ * `valueAt` is defined, with that value in the stored form the operator's generic handles would
+ * have written. Writes go through the operator, never through the table.
+ */
+export class SlotTableView implements AdoptedTable {
+  constructor(
+    readonly name: string,
+    readonly kind: StateKind,
+    private readonly slots: KeySlots,
+    private readonly valueAt: (slot: number) => unknown,
+    readonly load: (entries: ReadonlyArray<readonly [Key, unknown]>) => void,
+    private readonly heapBytes?: () => number,
+  ) {}
+  get(key: Key): unknown {
+    const s = this.slots.find(key);
+    return s < 0 ? undefined : this.valueAt(s);
+  }
+  has(key: Key): boolean {
+    return this.get(key) !== undefined;
+  }
+  put(): void {
+    throw new Error(`state "${this.name}" is kept in its operator's own layout and written only by the operator`);
+  }
+  delete(): void {
+    throw new Error(`state "${this.name}" is kept in its operator's own layout and written only by the operator`);
+  }
+  get size(): number {
+    let n = 0;
+    for (const s of this.slots.slots()) if (this.valueAt(s) !== undefined) n++;
+    return n;
+  }
+  *keys(): IterableIterator<Key> {
+    for (const [k] of this.entries()) yield k;
+  }
+  *entries(): IterableIterator<[Key, unknown]> {
+    for (const s of this.slots.slots()) {
+      const v = this.valueAt(s);
+      if (v !== undefined) yield [this.slots.keyAt(s) as Key, v];
+    }
+  }
+  estimatedBytes(): number {
+    return this.heapBytes?.() ?? 0;
+  }
+}

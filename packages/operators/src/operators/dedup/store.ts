@@ -1,0 +1,150 @@
+// Where dedup keeps "when did this id pass, and how many copies were held back": one logic
+// (dedup.ts), two storages. On any backend, two value states and one expiry timer per id; on the
+// heap backend (RuntimeContext.adoptState), flat columns by slot and expiry by time buckets: no
+// timer, no Map entry and no object per id, which is what a million live ids cost before.
+import { valueState, type Key, type ProcessContext, type RuntimeContext, type TimerFiring, type ValueState } from "../../core/api";
+import { growColumn, KeySlots, SlotSchedule, SlotTableView } from "../../core/state";
+
+export const PASSED_AT = "passedAt";
+export const DUPLICATES = "duplicates";
+const EXPIRY_TIMER = "expiry";
+
+/**
+ * An id is remembered from its pass at passedAt until the watermark reaches passedAt + ttlMs
+ * (exactly when the generic storage's expiry timer fires; an id that passed when the watermark
+ * was already there is forgotten at the next watermark advance, as that timer would fire then).
+ */
+export interface DedupStore {
+  open(ctx: RuntimeContext): void;
+  /** When the current key's id passed, if it is remembered (the entry stays current for the calls below). */
+  passedAt(key: Key, ctx: ProcessContext): number | undefined;
+  /** One more copy held back for the entry passedAt() found; returns how many so far. */
+  addDuplicate(key: Key): number;
+  /** The id passes at ts: replaces what passedAt() found (its copy count restarts). */
+  pass(key: Key, ts: number, ctx: ProcessContext): void;
+  onTimer(timer: TimerFiring): void;
+  onWatermark(watermark: number): void;
+}
+
+/** Any backend: two value states and an event-time timer per id at passedAt + ttlMs. */
+export class HandleDedupStore implements DedupStore {
+  private passed!: ValueState<number>;
+  private duplicates!: ValueState<number>;
+  private found: number | undefined;
+
+  constructor(private readonly ttlMs: number) {}
+
+  open(ctx: RuntimeContext): void {
+    // Two value states rather than one object: a unique id (the common case) costs one number,
+    // and only ids that actually have copies pay for a counter.
+    this.passed = ctx.getValueState(valueState<number>(PASSED_AT));
+    this.duplicates = ctx.getValueState(valueState<number>(DUPLICATES));
+  }
+  passedAt(): number | undefined {
+    this.found = this.passed.value();
+    return this.found;
+  }
+  addDuplicate(): number {
+    const n = (this.duplicates.value() ?? 0) + 1;
+    this.duplicates.update(n);
+    return n;
+  }
+  pass(_key: Key, ts: number, ctx: ProcessContext): void {
+    this.passed.update(ts);
+    if (this.found !== undefined) this.duplicates.clear();
+    ctx.timerService.registerEventTimeTimer(ts + this.ttlMs, EXPIRY_TIMER);
+  }
+  onTimer(timer: TimerFiring): void {
+    // An older timer of an id that passed again since: the newer timer frees it.
+    const passed = this.passed.value();
+    if (passed !== undefined && passed + this.ttlMs <= timer.time) {
+      this.passed.clear();
+      this.duplicates.clear();
+    }
+  }
+  onWatermark(): void {}
+}
+
+/** Row layout of the heap storage: one row of doubles per slot. */
+const PASSED = 0;
+const DUPS = 1;
+/** The watermark advance (epoch) during which the id passed: see alive(). */
+const EPOCH = 2;
+const STRIDE = 3;
+
+/**
+ * Heap backend: ids -> slots (KeySlots), a row [passedAt, duplicates, epoch] per slot, and the
+ * slots bucketed by expiry time (a quarter of the TTL per bucket), freed when the watermark has
+ * passed their bucket. Between its expiry and its bucket's sweep an entry is simply not alive.
+ */
+export class SlotDedupStore implements DedupStore {
+  private readonly slots = new KeySlots();
+  private rows = new Float64Array(0);
+  private readonly expiries: SlotSchedule;
+  /** Watermark advances seen; an entry written in the current one outlives an expiry already passed. */
+  private epoch = 0;
+  private watermark = Number.NEGATIVE_INFINITY;
+  private slot = -1;
+
+  constructor(private readonly ttlMs: number) {
+    this.expiries = new SlotSchedule(ttlMs / 4);
+  }
+
+  open(ctx: RuntimeContext): void {
+    const adopt = ctx.adoptState;
+    if (adopt === undefined) throw new Error("SlotDedupStore needs a backend that adopts tables");
+    adopt(new SlotTableView(PASSED_AT, "value", this.slots, (s) => (this.alive(s) ? this.rows[s * STRIDE + PASSED] : undefined), (entries) => this.load(entries, PASSED), () => this.slots.bytes() + this.rows.byteLength));
+    adopt(new SlotTableView(DUPLICATES, "value", this.slots, (s) => (this.alive(s) && (this.rows[s * STRIDE + DUPS] as number) > 0 ? this.rows[s * STRIDE + DUPS] : undefined), (entries) => this.load(entries, DUPS)));
+  }
+
+  /** Alive: its expiry is after the watermark, or it passed since the last advance (the generic timer has not fired yet). */
+  private alive(slot: number): boolean {
+    const r = slot * STRIDE;
+    return (this.rows[r + PASSED] as number) + this.ttlMs > this.watermark || this.rows[r + EPOCH] === this.epoch;
+  }
+
+  private load(entries: ReadonlyArray<readonly [Key, unknown]>, column: number): void {
+    for (const [key, v] of entries) {
+      const slot = this.slots.findOrAdd(key);
+      this.rows = growColumn(this.rows, this.slots.capacity, STRIDE);
+      const r = slot * STRIDE;
+      this.rows[r + column] = v as number;
+      // Restored entries were alive at the snapshot: keep them until the next advance at least.
+      this.rows[r + EPOCH] = this.epoch;
+      if (column === PASSED) this.expiries.add(slot, (v as number) + this.ttlMs);
+    }
+  }
+
+  passedAt(key: Key, ctx: ProcessContext): number | undefined {
+    this.watermark = ctx.timerService.currentWatermark();
+    const slot = this.slots.find(key);
+    this.slot = slot;
+    return slot >= 0 && this.alive(slot) ? this.rows[slot * STRIDE + PASSED] : undefined;
+  }
+  addDuplicate(): number {
+    const r = this.slot * STRIDE + DUPS;
+    const n = (this.rows[r] as number) + 1;
+    this.rows[r] = n;
+    return n;
+  }
+  pass(key: Key, ts: number): void {
+    let slot = this.slot;
+    if (slot < 0) {
+      slot = this.slots.findOrAdd(key);
+      if (slot >= this.rows.length / STRIDE) this.rows = growColumn(this.rows, this.slots.capacity, STRIDE);
+    }
+    const r = slot * STRIDE;
+    this.rows[r + PASSED] = ts;
+    this.rows[r + DUPS] = 0;
+    this.rows[r + EPOCH] = this.epoch;
+    this.expiries.add(slot, ts + this.ttlMs);
+  }
+  onTimer(): void {}
+  onWatermark(watermark: number): void {
+    this.watermark = watermark;
+    this.epoch++;
+    this.expiries.due(watermark, (slot) => {
+      if (this.slots.keyAt(slot) !== undefined && !this.alive(slot)) this.slots.delete(slot);
+    });
+  }
+}
