@@ -28,7 +28,8 @@ const USAGE = `usage:
   restore   deploy a pipeline on the running service from a savepoint, at --parallelism N (a rescale)
 
 environment: KAFKA_BROKERS (host:port,...), RUNNER_PORT, KEYFLOW_RUNNER_URL (default http://127.0.0.1:RUNNER_PORT),
-             KEYFLOW_LOG_LEVEL (error|warn|info|debug)`;
+             KEYFLOW_LOG_LEVEL (error|warn|info|debug), KEYFLOW_STATE_BACKEND (heap|disk, as --state-backend),
+             KEYFLOW_STATE_DIR (where disk-backend stores live; default the system's temporary folder)`;
 
 /** Exit codes: 0 ok, 1 invalid input or failed job, 2 bad usage, 130 interrupted twice. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -127,11 +128,12 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     if (!Number.isInteger(n) || n < 1 || n > doc.settings.maxParallelism) throw new UsageError(`--parallelism must be an integer from 1 to ${doc.settings.maxParallelism}`);
     doc.settings.parallelism = n;
   }
-  if (values["state-backend"] !== undefined) {
-    const b = values["state-backend"];
-    if (b !== "heap" && b !== "disk") throw new UsageError(`--state-backend must be "heap" or "disk"`);
+  // KEYFLOW_STATE_BACKEND: the same for every run of a shell (the golden suite on the disk backend).
+  const backend = values["state-backend"] ?? process.env.KEYFLOW_STATE_BACKEND;
+  if (backend !== undefined) {
+    const b = backend;
+    if (b !== "heap" && b !== "disk") throw new UsageError(`--state-backend (or KEYFLOW_STATE_BACKEND) must be "heap" or "disk"`);
     doc.settings.stateBackend = b;
-    if (b === "disk") log.warn(`--state-backend disk: the on-disk backend is not implemented yet; state stays in memory`);
   }
   let checkpointIntervalMs: number | undefined;
   if (values["checkpoint-interval"] !== undefined) {

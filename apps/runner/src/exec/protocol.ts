@@ -4,6 +4,8 @@ import type { KeyGroupRange, KeyStateView, NodeMetrics, PipelineDocument, Snapsh
 import type { MessagePort } from "node:worker_threads";
 import type { TaskTimes } from "./channel";
 import type { CodecName } from "./wire";
+import type { DiskChain } from "../state/chain-files";
+import type { DiskMetaView } from "../state/disk-checkpoints";
 
 export interface SubtaskInit {
   doc: PipelineDocument;
@@ -24,6 +26,8 @@ export interface SubtaskInit {
   input: MessagePort;
   output: MessagePort;
   metricsIntervalMs: number;
+  /** settings.stateBackend "disk": this subtask's store folder, where its chain files go, what to replay. */
+  disk?: { dir: string; sharedDir: string | undefined; suffix: string; restored: { meta: DiskMetaView; dir: string } | undefined; maxParallelism: number };
 }
 
 export interface SubtaskReport {
@@ -42,7 +46,7 @@ export interface SubtaskReport {
 
 export type FromSubtask =
   | { type: "ready" }
-  | { type: "ack"; id: number; state: Uint8Array; alignmentMs: number; syncMs: number }
+  | { type: "ack"; id: number; state: Uint8Array; alignmentMs: number; syncMs: number; disk?: DiskChain }
   | { type: "metrics"; report: SubtaskReport }
   | { type: "finished"; report: SubtaskReport }
   | { type: "error"; message: string }

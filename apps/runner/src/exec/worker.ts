@@ -7,6 +7,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { LocalJob, mergeJobSnapshots, queryKeyState, type JobEmission, type NodeMetrics } from "@keyflow/operators";
 import { CreditSender, InputGate, TimeAccount } from "./channel";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
+import { openDiskStore } from "../state/disk-checkpoints";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, WM, type Payload, type WireMessage } from "./wire";
 
 const init = workerData as SubtaskInit;
@@ -25,7 +26,11 @@ async function main(): Promise<void> {
       idle: () => {},
     },
   };
-  const opts = { processingTime: init.processingTime, keyGroupRange: init.keyGroupRange, remote };
+  // The disk backend: this subtask's own store, its key groups of the restored chains replayed into it.
+  const disk = init.disk
+    ? openDiskStore({ dir: init.disk.dir, label: `keyed-${init.subtask}`, restored: init.disk.restored, range: init.keyGroupRange, maxParallelism: init.disk.maxParallelism })
+    : undefined;
+  const opts = { processingTime: init.processingTime, keyGroupRange: init.keyGroupRange, remote, ...(disk ? { stateBackend: (id: string) => disk.backendFor(id) } : {}) };
   const job = init.restore && init.restore.length > 0 ? LocalJob.restore(doc, mergeJobSnapshots(init.restore), opts) : LocalJob.create(doc, opts);
   const local = new Set([...job.localNodes(), ...init.sinkNodes]);
   const sinkIndex = new Map(init.sinkNodes.map((id, i) => [id, i]));
@@ -133,9 +138,10 @@ async function main(): Promise<void> {
       collect(job.drain());
       await flush();
       const t0 = performance.now();
-      const state = job.snapshot();
+      const state = disk ? disk.referenceSnapshots(() => job.snapshot()) : job.snapshot();
+      const chain = disk && init.disk?.sharedDir !== undefined ? disk.writeCheckpoint(next.id, init.disk.sharedDir, "../shared", init.disk.suffix) : undefined;
       const syncMs = performance.now() - t0;
-      post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs }, [state.buffer as ArrayBuffer]);
+      post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs, ...(chain ? { disk: chain } : {}) }, [state.buffer as ArrayBuffer]);
       out.event({ kind: "barrier", id: next.id });
     } else {
       collect(job.drain());
@@ -145,6 +151,7 @@ async function main(): Promise<void> {
     }
   }
   clearInterval(metricsTimer);
+  disk?.close();
   time.switchTo("idle");
   post({ type: "finished", report: report() });
   input.close();

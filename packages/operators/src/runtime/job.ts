@@ -7,6 +7,7 @@ import { OperatorHost } from "../core/host";
 import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
 import type { OperatorServices, OperatorSpec } from "../core/spec";
+import type { KeyedStateBackend } from "../core/state";
 import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
 import type { PipelineDocument } from "../pipeline/document";
@@ -55,6 +56,8 @@ export interface LocalJobOptions {
    * (its sandbox). The engine never creates these; without them process.custom refuses to run.
    */
   operatorServices?: OperatorServices;
+  /** The keyed state backend of each operator node (the runner's on-disk one); default: a heap backend per node. */
+  stateBackend?: (nodeId: string) => KeyedStateBackend;
 }
 
 /** Where a task's records and watermarks for a node of another task go (see LocalJobOptions.remote). */
@@ -161,6 +164,7 @@ export class LocalJob {
           ...(opts.keyGroupRange ? { keyGroupRange: opts.keyGroupRange } : {}),
           ...(hostSnapshot ? { restoreFrom: hostSnapshot } : {}),
           ...(opts.operatorServices ? { services: opts.operatorServices } : {}),
+          ...(opts.stateBackend ? { backend: opts.stateBackend(id) } : {}),
         });
         this.hosts.set(id, host);
       }
