@@ -100,6 +100,8 @@ export interface ParallelContext {
   write(emissions: JobEmission[]): Promise<void>;
   /** Runs the driver's two-phase commit for a checkpoint every task acknowledged. */
   complete(c: ParallelCheckpoint): Promise<void>;
+  /** Told of each aborted checkpoint (the driver records it). Must not throw. */
+  aborted?(f: FailedCheckpoint): void;
   nextCheckpointId(): number;
   checkpointIntervalMs: number;
   tickMs: number;
@@ -572,8 +574,10 @@ export class ParallelExecution {
     if (this.pending !== p || p.sinkAligned) return;
     this.ctx.log.warn(`checkpoint ${p.id} aborted: ${why}`);
     this.pending = undefined;
-    this.failedCheckpoints.push({ id: p.id, triggeredAt: p.startedAt, failedAt: this.ctx.clock.now(), reason: why });
+    const failed: FailedCheckpoint = { id: p.id, triggeredAt: p.startedAt, failedAt: this.ctx.clock.now(), reason: why };
+    this.failedCheckpoints.push(failed);
     if (this.failedCheckpoints.length > 50) this.failedCheckpoints.shift();
+    this.ctx.aborted?.(failed);
     for (const w of this.workers) w.postMessage({ type: "abort", id: p.id } satisfies ToSubtask);
     this.sinkGate.abort(p.id);
     this.wakeSinkTask();

@@ -12,6 +12,8 @@ import { z } from "zod";
 import type { JsonValue } from "@keyflow/operators";
 import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
 import { checkpointGraphSchema } from "./restore-compat";
+import { FolderLease } from "./lease";
+import type { Logger } from "../log";
 
 export const CHECKPOINT_FORMAT = "keyflow.checkpoint/v1";
 
@@ -93,6 +95,8 @@ export interface CheckpointStore {
   /** `state`: the job's snapshot, or one per task (parallel jobs; meta.tasks names their files). */
   write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void>;
   markCommitted(id: number): Promise<void>;
+  /** Throws a FencedError (./lease.ts) when another runner took the folder over; stores without a folder own nothing. */
+  checkOwner?(what: string): Promise<void>;
   /** The folder of checkpoint `id`, or undefined when checkpoints are not kept. */
   pathOf(id: number): string | undefined;
 }
@@ -120,43 +124,31 @@ const CHK = /^chk-(\d+)$/;
 const name = (id: number) => `chk-${String(id).padStart(10, "0")}`;
 
 export class DirectoryCheckpointStore implements CheckpointStore {
-  private locked = false;
+  /** Ownership of the folder; a replaced runner is fenced at its next write (./lease.ts). */
+  private readonly lease: FolderLease;
 
   constructor(
     readonly location: string,
     private readonly retained: number,
-  ) {}
+    opts: { leaseMs?: number; log?: Logger } = {},
+  ) {
+    this.lease = new FolderLease(location, opts.leaseMs, opts.log);
+  }
 
   pathOf(id: number): string {
     return path.join(this.location, name(id));
   }
 
-  private get lockFile(): string {
-    return path.join(this.location, "LOCK");
+  acquire(): Promise<void> {
+    return this.lease.acquire();
   }
 
-  async acquire(): Promise<void> {
-    await fs.mkdir(this.location, { recursive: true });
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await fs.writeFile(this.lockFile, `${process.pid}\n`, { flag: "wx" });
-        this.locked = true;
-        return;
-      } catch (err) {
-        if (!(typeof err === "object" && err !== null && "code" in err && err.code === "EEXIST")) throw err;
-        const pid = Number((await fs.readFile(this.lockFile, "utf8").catch(() => "")).trim());
-        if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
-          throw new Error(`checkpoint folder "${this.location}" is in use by another runner (pid ${pid}); stop it or choose another --checkpoint-dir`);
-        }
-        await fs.rm(this.lockFile, { force: true }); // left by a runner that died
-      }
-    }
-    throw new Error(`could not lock checkpoint folder "${this.location}"`);
+  release(): Promise<void> {
+    return this.lease.release();
   }
 
-  async release(): Promise<void> {
-    if (this.locked) await fs.rm(this.lockFile, { force: true });
-    this.locked = false;
+  checkOwner(what: string): Promise<void> {
+    return this.lease.check(what);
   }
 
   private async entries(): Promise<{ id: number; dir: string }[]> {
@@ -193,10 +185,12 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       if (state instanceof Uint8Array) await writeSynced(path.join(tmp, "state.bin"), state);
       else for (const t of state) if (t.state) await writeSynced(path.join(tmp, taskFile(t)), t.state);
       await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
+      await this.lease.check(`checkpoint ${meta.id}`); // last, just before the rename makes it visible
     });
   }
 
   async markCommitted(id: number): Promise<void> {
+    await this.lease.check(`the commit marker of checkpoint ${id}`);
     await writeFileAtomic(path.join(this.location, name(id), "_committed"), new Date().toISOString() + "\n");
     await this.prune();
   }
@@ -282,14 +276,5 @@ async function writeSynced(file: string, data: string | Uint8Array): Promise<voi
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return typeof err === "object" && err !== null && "code" in err && err.code === "EPERM";
   }
 }

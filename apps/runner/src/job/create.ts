@@ -8,7 +8,7 @@ import { DirectoryCheckpointStore, TransientCheckpointStore } from "./checkpoint
 import { systemClock, type Clock } from "./clock";
 import { JobDriver, type CheckpointStats, type Connectors, type JobStatus } from "./driver";
 import { createCustomFunctionFactory } from "../sandbox/custom-function-factory";
-import type { ExchangeOptions } from "../exec/parallel";
+import type { ExchangeOptions, FailedCheckpoint } from "../exec/parallel";
 import type { JobOps } from "../ops/job-ops";
 
 export interface CreateJobOptions {
@@ -24,6 +24,7 @@ export interface CreateJobOptions {
   checkpointIntervalMs?: number;
   demoLimit?: number;
   onCheckpoint?: (stats: CheckpointStats, sources: Record<string, JsonValue>) => void;
+  onCheckpointFailed?: (failed: FailedCheckpoint) => void;
   onStatus?: (status: JobStatus) => void;
   /** Network buffers of parallel jobs (tests; defaults otherwise). */
   exchange?: ExchangeOptions;
@@ -38,7 +39,7 @@ export interface CreateJobOptions {
 
 export function createJobDriver(o: CreateJobOptions): JobDriver {
   const clock = o.clock ?? systemClock;
-  const checkpoints = o.checkpointDir ? new DirectoryCheckpointStore(o.checkpointDir, o.doc.settings.retainedCheckpoints) : new TransientCheckpointStore();
+  const checkpoints = o.checkpointDir ? new DirectoryCheckpointStore(o.checkpointDir, o.doc.settings.retainedCheckpoints, { log: o.log }) : new TransientCheckpointStore();
   const plain = createConnectors({
     doc: o.doc,
     jobId: o.jobId,
@@ -71,6 +72,7 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     log: o.log,
     ...(o.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: o.checkpointIntervalMs } : {}),
     ...(o.onCheckpoint ? { onCheckpoint: o.onCheckpoint } : {}),
+    ...(o.onCheckpointFailed ? { onCheckpointFailed: o.onCheckpointFailed } : {}),
     ...(o.restoreFrom !== undefined ? { restoreFrom: o.restoreFrom } : {}),
     ...(o.allowNonRestoredState ? { allowNonRestoredState: true } : {}),
     onStatus,

@@ -15,7 +15,7 @@
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
 import { LocalJob, mergeJobSnapshots, queryKeyState, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
-import { ParallelExecution, type AnsweredState, type ExchangeOptions, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
+import { ParallelExecution, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
 import type { Logger } from "../log";
@@ -23,6 +23,7 @@ import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
 import { crashPoint } from "./crash-hook";
+import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
 import { CHECKPOINT_FORMAT, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
 import { checkRestore, graphOf } from "./restore-compat";
@@ -106,6 +107,11 @@ export interface JobDriverOptions {
   stopTimeoutMs?: number;
   /** Told of each completed checkpoint (the service records them in Postgres) and its sources' positions. Must not throw. */
   onCheckpoint?: (stats: CheckpointStats, sources: Record<string, JsonValue>) => void;
+  /**
+   * Told of each checkpoint that failed or was aborted, with its reason (the service records them in
+   * Postgres). Not told when this runner was fenced: the id may be the new owner's. Must not throw.
+   */
+  onCheckpointFailed?: (failed: FailedCheckpoint) => void;
   /** Told of each change of status. Must not throw. */
   onStatus?: (status: JobStatus) => void;
   /** Network buffers between the tasks of a parallel job (settings.parallelism > 1). */
@@ -135,6 +141,8 @@ export class JobDriver {
   lastCheckpoint: CheckpointStats | undefined;
   /** The newest completed checkpoints, oldest first. */
   readonly checkpointHistory: CheckpointStats[] = [];
+  /** The newest failed or aborted checkpoints with their reason, oldest first. */
+  readonly failedCheckpoints: FailedCheckpoint[] = [];
   checkpointsCompleted = 0;
   restoredFrom: number | undefined;
   deadLetterCount = 0;
@@ -283,6 +291,7 @@ export class JobDriver {
           restored,
           write: (emissions) => this.route(emissions),
           complete: (c) => this.completeParallelCheckpoint(c, plan),
+          aborted: (f) => this.checkpointFailed(f),
           nextCheckpointId: () => this.nextCheckpointId++,
           checkpointIntervalMs: this.opts.checkpointIntervalMs ?? doc.settings.checkpointIntervalMs,
           tickMs: this.opts.tickMs ?? 100,
@@ -306,7 +315,8 @@ export class JobDriver {
       this.lastMetrics = job.metrics();
       this.status = ended ? "finished" : "stopped";
       return this.summary();
-    } catch (err) {
+    } catch (caught) {
+      const err = await this.fencedOrAsIs(caught);
       this.failure = errorMessage(err);
       this.status = "failed";
       if (this.job) this.lastMetrics = this.job.metrics();
@@ -318,6 +328,22 @@ export class JobDriver {
       await this.closeAll();
       if (acquired) await checkpoints.release().catch(() => {});
     }
+  }
+
+  /**
+   * A Kafka producer fenced by the broker: when another runner has taken over the checkpoint folder,
+   * this one is a zombie and fails with a FencedError (never restarted, ./lease.ts); otherwise (its
+   * transaction expired while it was stalled) the error stays as it is and a restart may start anew.
+   */
+  private async fencedOrAsIs(err: unknown): Promise<unknown> {
+    if (!hasErrorNamed(err, "ProducerFencedError")) return err;
+    try {
+      await this.opts.checkpoints.checkOwner?.("anything more");
+    } catch (fenced) {
+      if (fenced instanceof FencedError) return new FencedError(`${fenced.message}. Kafka: ${errorMessage(err)}`, { cause: err });
+      this.log.warn(`checking the checkpoint folder's lease after a fenced producer failed: ${errorMessage(fenced)}`);
+    }
+    return err;
   }
 
   /** The checkpoint to start from (restoreFrom, else the newest of the job's folder), checked against the pipeline. */
@@ -537,6 +563,21 @@ export class JobDriver {
     sources: Record<string, JsonValue>,
     extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks">,
   ): Promise<void> {
+    try {
+      await this.twoPhaseCommit(id, started, t0, state, sources, extra);
+    } catch (err) {
+      if (!isFenced(err)) this.checkpointFailed({ id, triggeredAt: started, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
+      throw err;
+    }
+  }
+
+  private checkpointFailed(f: FailedCheckpoint): void {
+    this.failedCheckpoints.push(f);
+    if (this.failedCheckpoints.length > HISTORY) this.failedCheckpoints.shift();
+    this.opts.onCheckpointFailed?.(f);
+  }
+
+  private async twoPhaseCommit(...[id, started, t0, state, sources, extra]: Parameters<JobDriver["commitCheckpoint"]>): Promise<void> {
     const { checkpoints, clock } = this.opts;
     const stateBytes = state instanceof Uint8Array ? state.byteLength : state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0);
     const sinkList = [...this.sinks.values()];
@@ -647,6 +688,14 @@ export class JobDriver {
     if (!this.deadLetters) throw new Error("dead-letter output not opened");
     return this.deadLetters;
   }
+}
+
+function hasErrorNamed(err: unknown, name: string): boolean {
+  for (let e: unknown = err, depth = 0; typeof e === "object" && e !== null && depth < 6; depth++) {
+    if ("name" in e && e.name === name) return true;
+    e = "cause" in e ? e.cause : undefined;
+  }
+  return false;
 }
 
 async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

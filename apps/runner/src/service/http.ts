@@ -407,7 +407,9 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       handle: (_req, res, [id]) => {
         const job = requireJob(id);
         const checkpoints = job.checkpoints().map((c) => ({ ...c, triggeredAtIso: new Date(c.triggeredAt).toISOString(), completedAtIso: new Date(c.completedAt).toISOString() }));
-        send(res, 200, { jobId: job.deploymentId, checkpointDir: job.checkpointDir, checkpoints: [...checkpoints].reverse() });
+        // `failed`: checkpoints of this run that failed or were aborted, with their reason, newest first.
+        const failed = job.failedCheckpoints().map((f) => ({ ...f, status: "failed" as const, triggeredAtIso: new Date(f.triggeredAt).toISOString(), failedAtIso: new Date(f.failedAt).toISOString() }));
+        send(res, 200, { jobId: job.deploymentId, checkpointDir: job.checkpointDir, checkpoints: [...checkpoints].reverse(), failed: [...failed].reverse() });
       },
     },
     {

@@ -6,8 +6,9 @@ import path from "node:path";
 import type { PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import { createJobDriver } from "../job/create";
+import { isFenced } from "../job/lease";
 import type { CheckpointStats, JobDriver, JobNodeMetrics } from "../job/driver";
-import type { AnsweredState, ParallelExecution, SubtaskMetrics } from "../exec/parallel";
+import type { AnsweredState, FailedCheckpoint, ParallelExecution, SubtaskMetrics } from "../exec/parallel";
 import type { Clock } from "../job/clock";
 import { systemClock } from "../job/clock";
 import type { SourceInputMetrics } from "../io/types";
@@ -61,6 +62,8 @@ export interface JobView {
 export interface JobEvents {
   status(job: ManagedJob, status: ManagedStatus): void;
   checkpoint(job: ManagedJob, stats: CheckpointStats): void;
+  /** A checkpoint that failed or was aborted, with its reason. */
+  checkpointFailed?(job: ManagedJob, failed: FailedCheckpoint): void;
 }
 
 export class ManagedJob {
@@ -152,6 +155,7 @@ export class ManagedJob {
       onStatus: (s) => {
         if (s === "running" && this.status === "starting") this.status = "running";
       },
+      onCheckpointFailed: (failed) => this.deps.events?.checkpointFailed?.(this, failed),
       onCheckpoint: (stats, sources) => {
         this.restoreFrom = undefined;
         this.routing?.completed(stats.id, sources);
@@ -170,6 +174,12 @@ export class ManagedJob {
     this.routing?.abort(`the job failed: ${this.failure}`);
     if (this.stopRequested) {
       this.status = "stopped";
+      return;
+    }
+    if (isFenced(err)) {
+      // Another runner took this job over (./job/lease.ts): restarting would fence it in turn.
+      this.status = "failed";
+      log.error(`job stopped for good: ${this.failure}`);
       return;
     }
     if (this.runStartedAt !== undefined && clock.now() - this.runStartedAt >= policy.resetAfterMs) this.consecutiveFailures = 0;
@@ -268,6 +278,11 @@ export class ManagedJob {
   /** The newest completed checkpoints of the current run, oldest first. */
   checkpoints(): readonly CheckpointStats[] {
     return this.driver?.checkpointHistory ?? [];
+  }
+
+  /** The current run's failed or aborted checkpoints with their reason, oldest first. */
+  failedCheckpoints(): readonly FailedCheckpoint[] {
+    return this.driver?.failedCheckpoints ?? [];
   }
 
   view(): JobView {

@@ -1,7 +1,7 @@
 // Against a REAL PostgreSQL (DATABASE_URL, from `bash scripts/services/start.sh postgres`): the
 // runner service records its jobs on their deployments (running, stopped, failed with the reason)
 // and one `checkpoints` row per completed checkpoint. Works in a throw-away schema.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDb, migrate, parseDatabaseUrl, type Db } from "@keyflow/db";
@@ -128,6 +128,54 @@ describe("the runner records deployments in Postgres", () => {
         alerts: { type: "sink.file", recordsIn: 4 },
       },
     });
+  });
+
+  it("an aborted checkpoint (a throttled sink past checkpointTimeoutMs) is a failed row with its reason, and in the job's checkpoint history", async () => {
+    const graph = {
+      format: "keyflow.pipeline/v1",
+      name: "pg-aborted",
+      settings: { parallelism: 2, checkpointTimeoutMs: 300 },
+      nodes: [
+        { id: "payments", type: "source.demo", params: { eventsPerSecond: 500 } },
+        { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+        { id: "alerts", type: "sink.file", params: { path: "pg-aborted/alerts.jsonl" } },
+      ],
+      edges: [
+        { from: "payments", to: "byCard" },
+        { from: "byCard", to: "alerts" },
+      ],
+    };
+    const id = await deployment("pg-aborted", graph);
+    expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
+    await eventually(async () => (await db.prisma.checkpoint.count({ where: { deploymentId: id, status: "completed" } })) > 0, "a completed checkpoint before the throttle");
+    // One record a second: the sink task cannot reach the next barrier within 300 ms.
+    expect((await api("POST", `/jobs/${id}/nodes/alerts/throttle`, { recordsPerSecond: 1 })).status).toBe(200);
+    const failed = await eventually(async () => (await db.prisma.checkpoint.findFirst({ where: { deploymentId: id, status: "failed" } })) ?? undefined, "a failed checkpoint row");
+    expect(failed.failureReason).toMatch(/not acknowledged by every task within checkpointTimeoutMs \(300 ms\)/);
+    expect(failed.durationMs).toBeGreaterThanOrEqual(300);
+    const history = await api<{ checkpoints: { id: number }[]; failed: { id: number; status: string; reason: string }[] }>("GET", `/jobs/${id}/checkpoints`);
+    expect(history.json.failed.map((f) => f.id)).toContain(failed.checkpointId);
+    expect(history.json.failed[0]).toMatchObject({ status: "failed", reason: failed.failureReason });
+    expect(history.json.checkpoints.map((c) => c.id)).not.toContain(failed.checkpointId);
+    await api("DELETE", `/jobs/${id}`);
+  });
+
+  it("a checkpoint that cannot be written (its folder replaced by a file) is a failed row with the file system's error", async () => {
+    const graph = pipeline("pg-unwritable", { type: "source.demo", params: { eventsPerSecond: 200 } });
+    const id = await deployment("pg-unwritable", graph);
+    expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
+    await eventually(async () => (await db.prisma.checkpoint.count({ where: { deploymentId: id, status: "completed" } })) > 0, "a completed checkpoint first");
+    const folder = (await api<JobView>("GET", `/jobs/${id}`)).json.checkpointDir;
+    rmSync(folder, { recursive: true, force: true });
+    writeFileSync(folder, "not a folder\n");
+    try {
+      const failed = await eventually(async () => (await db.prisma.checkpoint.findFirst({ where: { deploymentId: id, status: "failed" } })) ?? undefined, "a failed checkpoint row");
+      expect(failed.failureReason).toMatch(/ENOTDIR/);
+      expect(failed.failureReason).toContain(folder);
+    } finally {
+      await api("DELETE", `/jobs/${id}`);
+      rmSync(folder, { force: true });
+    }
   });
 
   it("a parallel job's checkpoint rows carry every task's acknowledgement and the alignment time", async () => {

@@ -1,10 +1,12 @@
 // Records what happens to deployed jobs in Postgres (when DATABASE_URL is set): the deployment's
-// status and failure reason, and one `checkpoints` row per completed checkpoint. The web app reads
+// status and failure reason, and one `checkpoints` row per completed checkpoint and per failed or
+// aborted one (status `failed`, its reason in failure_reason). The web app reads
 // them. Writes are queued per job in order, and a failed write is logged, never fatal: the job's
 // truth is its checkpoint folder, Postgres only describes it. Jobs whose id is not a deployment in
 // the database (e.g. `keyflow serve --deploy file.json`) are skipped after the first miss.
 import type { PrismaClient } from "@keyflow/db";
 import type { CheckpointStats } from "../job/driver";
+import type { FailedCheckpoint } from "../exec/parallel";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import type { JobEvents, ManagedJob, ManagedStatus } from "./jobs";
@@ -65,12 +67,30 @@ export class PostgresJobReporter implements JobEvents {
         alignmentMs: Math.round(stats.alignmentMs),
         acks: { tasks: stats.acks.map((a) => ({ ...a })) },
         path: stats.path ?? null,
+        failureReason: null,
       };
       await this.prisma.checkpoint.upsert({
         where: { deploymentId_checkpointId: { deploymentId: job.deploymentId, checkpointId: stats.id } },
         create: { deploymentId: job.deploymentId, checkpointId: stats.id, ...row },
         update: row,
       });
+    });
+  }
+
+  checkpointFailed(job: ManagedJob, failed: FailedCheckpoint): void {
+    this.enqueue(job.deploymentId, async () => {
+      const where = { deploymentId_checkpointId: { deploymentId: job.deploymentId, checkpointId: failed.id } };
+      // A completed row for this id (a later run may reuse the id of a checkpoint that was never
+      // written) is never turned into a failed one.
+      const existing = await this.prisma.checkpoint.findUnique({ where, select: { status: true } });
+      if (existing?.status === "completed") return;
+      const row = {
+        status: "failed" as const,
+        triggeredAt: new Date(failed.triggeredAt),
+        durationMs: Math.max(0, Math.round(failed.failedAt - failed.triggeredAt)),
+        failureReason: failed.reason,
+      };
+      await this.prisma.checkpoint.upsert({ where, create: { deploymentId: job.deploymentId, checkpointId: failed.id, ...row }, update: row });
     });
   }
 

@@ -20,12 +20,37 @@
 //   transactions of a producer (no KIP-890 epoch bump), so a stale EndTxn would otherwise commit a
 //   newer transaction's partial output. A bounded set of ids (not one per checkpoint, as Flink's
 //   KafkaSink does) keeps the broker's transaction state from growing with every checkpoint.
+//
+// A producer that the broker fenced (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED: a newer producer
+// initialised its transactional id, or the broker aborted its transaction after the timeout) is never
+// replaced by a fresh one here: a fresh InitProducerId would in turn fence whichever runner now owns the
+// id. The writer fails with a ProducerFencedError; the driver then asks the checkpoint folder's lease
+// whether another runner took the job over (stop for good) or not (an expired transaction: restart).
 import { CompressionTypes, Partitioners, type Admin, type Kafka, type Message, type Producer, type Transaction } from "kafkajs";
 import { z } from "zod";
 import type { JsonValue } from "@keyflow/operators";
 import type { Logger } from "../../log";
 import { ensureTopic } from "./client";
 import { commitRecoveredTransaction, producerIdentity } from "./transactions";
+
+/** The broker refused this writer's producer epoch: see the module comment. */
+export class ProducerFencedError extends Error {
+  override readonly name = "ProducerFencedError";
+}
+
+/** kafkajs error types (and PRODUCER_FENCED's code, which kafkajs 2.2 does not name) that mean "your producer epoch is over". */
+const FENCED_TYPES = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"]);
+const PRODUCER_FENCED_CODE = 90;
+
+/** The fencing error type found in `err` or the errors it wraps (kafkajs' `cause`), if any. */
+export function fencedErrorType(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; typeof e === "object" && e !== null && depth < 6; depth++) {
+    if ("type" in e && typeof e.type === "string" && FENCED_TYPES.has(e.type)) return e.type;
+    if ("code" in e && e.code === PRODUCER_FENCED_CODE) return "PRODUCER_FENCED";
+    e = "cause" in e ? e.cause : undefined;
+  }
+  return undefined;
+}
 
 export type DeliveryGuarantee = "exactly-once" | "at-least-once";
 
@@ -108,6 +133,18 @@ export class KafkaWriter {
     return new Error(`${this.opts.what} (Kafka topic "${this.opts.topic}"): ${message}`);
   }
 
+  /** `err` as a ProducerFencedError when the broker fenced the producer of `transactionalId`; otherwise as it is. */
+  private fenced(err: unknown, transactionalId: string | undefined, doing: string): unknown {
+    const type = fencedErrorType(err);
+    if (type === undefined) return err;
+    return new ProducerFencedError(
+      `${this.opts.what} (Kafka topic "${this.opts.topic}"): fenced while ${doing}: the broker refused transactional id "${transactionalId ?? "?"}" with ${type} ` +
+        `(a newer producer initialised that id, i.e. another runner took this job over, or the broker aborted this runner's transaction after its ${this.opts.transactionTimeoutMs ?? 60_000} ms timeout); ` +
+        `no fresh producer is started, since it would fence the new owner in turn`,
+      { cause: err },
+    );
+  }
+
   /**
    * `restored`: what prepareCommit returned for the checkpoint being restored; `restoredCommitted`:
    * whether that checkpoint was marked committed. When it was not, its transaction is committed here
@@ -146,8 +183,12 @@ export class KafkaWriter {
       // The id whose transaction was just committed is left alone until its turn comes (its first
       // transaction initialises it), which is after the driver marked the checkpoint committed.
       if (slot !== recommitted) {
-        const fence = await producer.transaction();
-        await fence.abort();
+        await (async () => {
+          const fence = await producer.transaction();
+          await fence.abort();
+        })().catch((err: unknown) => {
+          throw this.fenced(err, id, "initialising");
+        });
       }
     }
     this.current = recommitted === 0 ? 1 : 0;
@@ -170,10 +211,12 @@ export class KafkaWriter {
     } else {
       sending = this.requireProducer().send({ topic: this.opts.topic, messages, acks: -1 });
     }
+    const txId = this.opts.guarantee === "exactly-once" ? this.slots[this.current]?.transactionalId : undefined;
     this.inflight = sending.then(
       () => undefined,
       (err: unknown) => {
-        this.failure ??= this.fail(`send failed: ${err instanceof Error ? err.message : String(err)}`);
+        const fenced = this.fenced(err, txId, "sending");
+        this.failure ??= fenced instanceof ProducerFencedError ? fenced : this.fail(`send failed: ${err instanceof Error ? err.message : String(err)}`);
       },
     );
   }
@@ -200,7 +243,10 @@ export class KafkaWriter {
     const txn = this.transaction;
     this.transaction = undefined;
     if (!txn) return;
-    await txn.commit();
+    const txId = this.slots[this.current]?.transactionalId;
+    await txn.commit().catch((err: unknown) => {
+      throw this.fenced(err, txId, "committing");
+    });
     this.current = this.current === 0 ? 1 : 0;
   }
 
