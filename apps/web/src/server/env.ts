@@ -9,6 +9,8 @@ export interface ServerEnv {
   kafkaBrokers?: string[] | undefined;
   /** KEYFLOW_SHADOW_POLICY_DAYS (default 14): days in shadow before a promotion needs no written reason. */
   shadowPolicyDays?: number;
+  /** KEYFLOW_NOTIFY_WEBHOOK: approvers' notifications are also POSTed there as JSON; unset: in the app only. */
+  notifyWebhook?: string | undefined;
 }
 
 export function serverEnv(): ServerEnv {
@@ -17,6 +19,7 @@ export function serverEnv(): ServerEnv {
     runnerToken: process.env.KEYFLOW_RUNNER_TOKEN || undefined,
     kafkaBrokers: process.env.KAFKA_BROKERS ? process.env.KAFKA_BROKERS.split(",").map((b) => b.trim()).filter(Boolean) : undefined,
     shadowPolicyDays: shadowPolicyDays(process.env.KEYFLOW_SHADOW_POLICY_DAYS),
+    notifyWebhook: notifyWebhook(process.env.KEYFLOW_NOTIFY_WEBHOOK),
   };
 }
 
@@ -25,6 +28,18 @@ function shadowPolicyDays(raw: string | undefined): number {
   const days = Number(raw);
   if (!Number.isFinite(days) || days < 0) throw new Error(`KEYFLOW_SHADOW_POLICY_DAYS must be a number of days (0 or more), not "${raw}"`);
   return days;
+}
+
+function notifyWebhook(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error(`KEYFLOW_NOTIFY_WEBHOOK must be an http(s) URL, not "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`KEYFLOW_NOTIFY_WEBHOOK must be an http(s) URL, not "${raw}"`);
+  return url.toString();
 }
 
 /** Accounts on setup and the service token of `npm start` (see auth/bootstrap.ts). */

@@ -4,6 +4,7 @@ import { backtestsRouter } from "./routers/backtests";
 import { catalogRouter } from "./routers/catalog";
 import { comparisonRouter } from "./routers/comparison";
 import { deploymentRouter } from "./routers/deployment";
+import { notificationsRouter } from "./routers/notifications";
 import { pipelineRouter } from "./routers/pipeline";
 import { promotionRouter } from "./routers/promotion";
 import { templatesRouter } from "./routers/templates";
@@ -20,6 +21,7 @@ export const appRouter = createTRPCRouter({
   promotion: promotionRouter,
   comparison: comparisonRouter,
   backtests: backtestsRouter,
+  notifications: notificationsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -47,7 +47,7 @@ export const promotionRouter = createTRPCRouter({
     .input(pipelineInput.extend({ emergency: z.boolean().default(false), reason: comment }))
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
-      const result = await rollbackEnforcement(prisma, ctx.env.runnerUrl, input);
+      const result = await rollbackEnforcement(prisma, ctx.env.runnerUrl, { ...input, actor: ctx.user.email });
       await ctx.audit({
         action: "rollback",
         subjectType: "deployment",

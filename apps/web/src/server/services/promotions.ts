@@ -10,7 +10,9 @@ import { TRPCError } from "@trpc/server";
 import { appendAuditEvent, type PrismaClient } from "@keyflow/db";
 import type { SessionUser } from "../auth/roles";
 import { notFound } from "../errors";
+import { serverEnv } from "../env";
 import { deployVersion } from "./deployments";
+import { notifyEmergencyRollback } from "./notifications";
 import { stopDeployment } from "./operations";
 
 export const DEFAULT_SHADOW_POLICY_DAYS = 14;
@@ -156,7 +158,7 @@ export async function rollbackPlan(prisma: PrismaClient, pipelineId: string): Pr
  * old ones stop, so enforcement has no gap, but the two overlap until the stop (a switch at one
  * checkpoint boundary inside one job is runner work, not built).
  */
-export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: string, input: { pipelineId: string; emergency: boolean; reason: string }) {
+export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: string, input: { pipelineId: string; emergency: boolean; reason: string; actor?: string }) {
   const plan = await rollbackPlan(prisma, input.pipelineId);
   let promotionId: string | null = null;
   if (input.emergency) {
@@ -170,5 +172,7 @@ export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: strin
     const result = await stopDeployment(prisma, runnerUrl, d.deploymentId);
     stopped.push({ deploymentId: d.deploymentId, status: result.deployment.status });
   }
-  return { deployment, plan, stopped, promotionId };
+  // The emergency path skipped the approval rule: approvers are told (in the app, and by webhook when set).
+  const notification = input.emergency ? await notifyEmergencyRollback(prisma, { actor: input.actor ?? "unknown", pipelineId: input.pipelineId, reason: input.reason, to: plan.previous, from: plan.current, deploymentId: deployment.id }, serverEnv().notifyWebhook) : null;
+  return { deployment, plan, stopped, promotionId, notificationId: notification?.id ?? null };
 }
