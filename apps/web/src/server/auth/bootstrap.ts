@@ -17,8 +17,12 @@ export async function ensureFirstAdmin(prisma: PrismaClient, env: AuthEnv, print
   const generated = env.adminPassword === undefined;
   const password = env.adminPassword ?? randomBytes(18).toString("base64url");
   try {
-    const user = await prisma.user.create({ data: { email: env.adminEmail, name: env.adminName, role: "admin", passwordHash: await hashPassword(password) } });
-    await appendAuditEvent(prisma, { actor: "setup", action: "user_create", subjectType: "user", subjectId: user.id, details: { email: user.email, role: "admin", firstAdmin: true } });
+    const passwordHash = await hashPassword(password);
+    // The account and its audit record commit together.
+    await prisma.$transaction(async (tx) => {
+      const user = await tx.user.create({ data: { email: env.adminEmail, name: env.adminName, role: "admin", passwordHash } });
+      await appendAuditEvent(tx, { actor: "setup", action: "user_create", subjectType: "user", subjectId: user.id, details: { email: user.email, role: "admin", firstAdmin: true } });
+    });
   } catch (error) {
     // Another process created it at the same moment.
     if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") return false;

@@ -28,9 +28,10 @@ export const pipelineRouter = createTRPCRouter({
   create: analystProcedure
     .input(z.object({ name: pipelineName, description: z.string().max(2_000).optional(), graph: pipelineDocumentSchema.optional(), reason }))
     .mutation(async ({ ctx, input }) => {
-      const created = await createPipeline((await ctx.db()).prisma, input);
-      await ctx.audit({ action: "create", subjectType: "pipeline", subjectId: created.id, details: { pipelineId: created.id, name: created.name, diff: input.graph ? auditDiff(null, input.graph) : null }, reason: input.reason ?? null });
-      return created;
+      // The pipeline and its audit record commit together (a failed append leaves no pipeline).
+      return createPipeline((await ctx.db()).prisma, input, (tx, created) =>
+        ctx.audit({ action: "create", subjectType: "pipeline", subjectId: created.id, details: { pipelineId: created.id, name: created.name, diff: input.graph ? auditDiff(null, input.graph) : null }, reason: input.reason ?? null }, tx),
+      );
     }),
 
   /** The autosave. Audited as an "edit" with its diff when something other than layout changed. */
@@ -39,13 +40,14 @@ export const pipelineRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
       const before = await prisma.pipeline.findUnique({ where: { id: input.pipelineId }, select: { name: true, draft: true } });
-      const saved = await saveDraft(prisma, input);
       const previous = before ? pipelineDocumentSchema.safeParse(before.draft) : null;
       const diff = auditDiff(previous?.success ? previous.data : null, input.graph);
-      if (diff !== null) {
-        await ctx.audit({ action: "edit", subjectType: "pipeline", subjectId: input.pipelineId, details: { pipelineId: input.pipelineId, name: before?.name ?? input.graph.name, diff }, reason: input.reason ?? null });
-      }
-      return saved;
+      // The edit and its audit record commit together.
+      return saveDraft(
+        prisma,
+        input,
+        diff === null ? undefined : (tx) => ctx.audit({ action: "edit", subjectType: "pipeline", subjectId: input.pipelineId, details: { pipelineId: input.pipelineId, name: before?.name ?? input.graph.name, diff }, reason: input.reason ?? null }, tx),
+      );
     }),
 
   saveVersion: analystProcedure
@@ -53,15 +55,20 @@ export const pipelineRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
       const previous = await prisma.pipelineVersion.findFirst({ where: { pipelineId: input.pipelineId }, orderBy: { number: "desc" }, select: { number: true, graph: true } });
-      const saved = await saveVersion(prisma, { ...input, author: ctx.user.email });
       const before = previous ? fromJsonColumn(previous.graph, `version ${previous.number}`) : null;
-      await ctx.audit({
-        action: "save_version",
-        subjectType: "version",
-        subjectId: saved.version.id,
-        details: { pipelineId: input.pipelineId, name: input.graph.name, number: saved.version.number, graphHash: saved.version.graphHash, against: previous?.number ?? null, diff: auditDiff(before, input.graph) },
-        reason: input.message || null,
-      });
+      // The version and its audit record commit together.
+      const saved = await saveVersion(prisma, { ...input, author: ctx.user.email }, (tx, version) =>
+        ctx.audit(
+          {
+            action: "save_version",
+            subjectType: "version",
+            subjectId: version.id,
+            details: { pipelineId: input.pipelineId, name: input.graph.name, number: version.number, graphHash: version.graphHash, against: previous?.number ?? null, diff: auditDiff(before, input.graph) },
+            reason: input.message || null,
+          },
+          tx,
+        ),
+      );
       // An approval is for one exact graph: a new version voids the requests for any other.
       await voidStalePromotions(prisma, ctx.user.email, input.pipelineId, saved.version.graphHash);
       return saved;
@@ -76,11 +83,9 @@ export const pipelineRouter = createTRPCRouter({
   importDraft: analystProcedure
     .input(z.object({ graph: z.unknown(), into: id.optional(), name: pipelineName.optional() }))
     .mutation(async ({ ctx, input }) => {
-      const result = await importDraft((await ctx.db()).prisma, input);
-      if (result.ok) {
-        await ctx.audit({ action: result.created ? "create" : "import", subjectType: "pipeline", subjectId: result.pipelineId, details: { pipelineId: result.pipelineId, name: result.name, imported: true } });
-      }
-      return result;
+      return importDraft((await ctx.db()).prisma, input, (tx, r) =>
+        ctx.audit({ action: r.created ? "create" : "import", subjectType: "pipeline", subjectId: r.pipelineId, details: { pipelineId: r.pipelineId, name: r.name, imported: true } }, tx),
+      );
     }),
 
   /** The shared validator's verdict on a graph. Stores nothing; a mutation so big graphs travel in the body, not the URL. */

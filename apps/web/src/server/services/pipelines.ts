@@ -7,6 +7,9 @@
 // What is stored is the document as parsed by `pipelineDocumentSchema` (settings defaults filled
 // in), not the validator's normalised form: the analyst's own params (e.g. "10m") stay as written,
 // so drafts and versions compare cleanly.
+//
+// Each change takes an optional `audit` callback that runs inside the change's own transaction: the
+// change and its audit record commit together, or neither does (a failed append leaves no edit).
 import { TRPCError } from "@trpc/server";
 import { PIPELINE_FORMAT, validatePipeline, type PipelineDocument } from "@keyflow/operators";
 import { Prisma, type PrismaClient } from "@keyflow/db";
@@ -15,6 +18,9 @@ import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn, toJsonColumn } from "../json";
 
 const RECENT_DEPLOYMENTS = 10;
+
+/** Records a change in the transaction that makes it (the audit trail's rows commit with the edit). */
+export type InTransaction<T> = (tx: Prisma.TransactionClient, result: T) => Promise<void>;
 
 export function emptyDocument(name: string, description?: string): PipelineDocument {
   return {
@@ -84,13 +90,21 @@ export async function getPipeline(prisma: PrismaClient, id: string) {
   };
 }
 
-export async function createPipeline(prisma: PrismaClient, input: { name: string; description?: string | undefined; graph?: PipelineDocument | undefined }) {
+export async function createPipeline(
+  prisma: PrismaClient,
+  input: { name: string; description?: string | undefined; graph?: PipelineDocument | undefined },
+  audit?: InTransaction<{ id: string; name: string; description: string; createdAt: Date }>,
+) {
   if (input.graph) assertSameName(input.name, input.graph);
   const draft = input.graph ?? emptyDocument(input.name, input.description);
   try {
-    return await prisma.pipeline.create({
-      data: { name: input.name, description: input.description ?? draft.description ?? "", draft: toJsonColumn(draft) },
-      select: { id: true, name: true, description: true, createdAt: true },
+    return await prisma.$transaction(async (tx) => {
+      const created = await tx.pipeline.create({
+        data: { name: input.name, description: input.description ?? draft.description ?? "", draft: toJsonColumn(draft) },
+        select: { id: true, name: true, description: true, createdAt: true },
+      });
+      await audit?.(tx, created);
+      return created;
     });
   } catch (error) {
     if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") {
@@ -100,14 +114,18 @@ export async function createPipeline(prisma: PrismaClient, input: { name: string
   }
 }
 
-export async function saveDraft(prisma: PrismaClient, input: { pipelineId: string; graph: PipelineDocument }) {
+export async function saveDraft(prisma: PrismaClient, input: { pipelineId: string; graph: PipelineDocument }, audit?: InTransaction<{ id: string; updatedAt: Date }>) {
   const pipeline = await prisma.pipeline.findUnique({ where: { id: input.pipelineId }, select: { name: true } });
   if (!pipeline) throw notFound("pipeline", input.pipelineId);
   assertSameName(pipeline.name, input.graph);
-  return prisma.pipeline.update({
-    where: { id: input.pipelineId },
-    data: { draft: toJsonColumn(input.graph) },
-    select: { id: true, updatedAt: true },
+  return prisma.$transaction(async (tx) => {
+    const saved = await tx.pipeline.update({
+      where: { id: input.pipelineId },
+      data: { draft: toJsonColumn(input.graph) },
+      select: { id: true, updatedAt: true },
+    });
+    await audit?.(tx, saved);
+    return saved;
   });
 }
 
@@ -116,7 +134,11 @@ export async function saveDraft(prisma: PrismaClient, input: { pipelineId: strin
  * draft, which it now is). The pipeline row is locked for the transaction, so two concurrent saves
  * get consecutive numbers instead of one failing on the (pipeline, number) unique index.
  */
-export async function saveVersion(prisma: PrismaClient, input: { pipelineId: string; graph: PipelineDocument; message: string; author: string }) {
+export async function saveVersion(
+  prisma: PrismaClient,
+  input: { pipelineId: string; graph: PipelineDocument; message: string; author: string },
+  audit?: InTransaction<{ id: string; number: number; graphHash: string }>,
+) {
   const result = validatePipeline(input.graph);
   if (!result.ok) throw pipelineRejected("cannot save a version", result.issues);
   const hash = graphHash(input.graph);
@@ -132,6 +154,7 @@ export async function saveVersion(prisma: PrismaClient, input: { pipelineId: str
       select: { id: true, pipelineId: true, number: true, graphHash: true, message: true, author: true, createdAt: true },
     });
     await tx.pipeline.update({ where: { id: input.pipelineId }, data: { draft: graph } });
+    await audit?.(tx, created);
     return created;
   });
   return { version, warnings: result.issues.filter((issue) => issue.severity !== "error") };
