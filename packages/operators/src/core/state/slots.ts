@@ -175,9 +175,10 @@ export function growColumn(col: Float64Array<ArrayBuffer>, capacity: number, str
 }
 
 /**
- * Slots due at a time, bucketed by time (width `width`): the heap-only replacement for one timer
- * per key. A bucket is handed back once the watermark has passed every time it may hold, so the
- * owner re-checks each slot's own time (a slot may have been freed, reused or rescheduled since).
+ * Slots due at a time, bucketed by time (width `width`, or by exact time when 0): the heap-only
+ * replacement for one timer per key. A bucket is handed back once the watermark has passed every
+ * time it may hold, so the owner re-checks each slot's own time (a slot may have been freed,
+ * reused or rescheduled since). Unlike timers, no key, no namespace, no ordering within a bucket.
  */
 export class SlotSchedule {
   private readonly buckets = new Map<number, number[]>();
@@ -191,7 +192,7 @@ export class SlotSchedule {
   }
 
   add(slot: number, time: number): void {
-    const b = Math.floor(time / this.width);
+    const b = this.width === 0 ? time : Math.floor(time / this.width);
     let list = this.buckets.get(b);
     if (list === undefined) {
       list = [];
@@ -204,7 +205,8 @@ export class SlotSchedule {
 
   /** Calls `fn` for every slot of the buckets whose times are all <= watermark. */
   due(watermark: number, fn: (slot: number) => void): void {
-    for (let b = this.order.peek(); b !== undefined && (b + 1) * this.width <= watermark; b = this.order.peek()) {
+    const exact = this.width === 0;
+    for (let b = this.order.peek(); b !== undefined && (exact ? b <= watermark : (b + 1) * this.width <= watermark); b = this.order.peek()) {
       this.order.pop();
       const list = this.buckets.get(b);
       this.buckets.delete(b);

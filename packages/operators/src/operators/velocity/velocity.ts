@@ -5,19 +5,24 @@
 import { z } from "zod";
 import {
   valueState,
+  type Collector,
   type JsonObject,
+  type Key,
   type Operator,
   type ProcessContext,
   type RuntimeContext,
   type StreamRecord,
   type TimerFiring,
   type ValueState,
+  type WatermarkContext,
 } from "../../core/api";
+import { NumberMinHeap } from "../../core/minheap";
+import { estimateBytes, KeySlots, SlotSchedule, type AdoptedTable, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } from "../shared/evidence";
-import { fieldParamIssues, readField } from "../shared/fields";
+import { canonicalJson, fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
 
 export const velocityParams = z.strictObject({
@@ -87,7 +92,7 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
   },
   outputFields: () => ["key", "ts", "count", "event", "evidence"],
   create(params): Operator {
-    return params.mode === "eager" ? new EagerVelocity(params) : new OrderedVelocity(params);
+    return params.mode === "eager" ? new EagerVelocity(params) : orderedVelocity(params);
   },
 });
 
@@ -125,6 +130,46 @@ function dropFirst<T>(a: T[], n: number): void {
 /** Namespace of the timers that release `ordered` records once the watermark passes them. */
 const RELEASE_TIMER = "release";
 
+/** The alert for a record of `key` at `ts` counting the window entries [from, to). */
+function alert(key: Key | null, value: JsonObject, ts: number, w: KeyWindow, from: number, to: number, out: Collector): void {
+  const refs: EvidenceRef[] = [];
+  for (let i = Math.max(from, to - EVIDENCE_CAP); i < to; i++) {
+    const id = w.ids[i];
+    const t = w.ts[i] as number;
+    refs.push(id === null || id === undefined ? { ts: t } : { id, ts: t });
+  }
+  // refs is fresh and already capped: it becomes the evidence as is (evidenceOf would copy it).
+  const evidence: Evidence = { records: refs, total: to - from };
+  out.output({ key, ts, count: to - from, event: value, evidence }, ts);
+}
+
+/**
+ * `ordered`, both storages: counts the released records values[from..to) of one key, all at `ts`
+ * (later than every entry of the window), together, and alerts for each when the count reaches
+ * the threshold. Records come here in timestamp order, so the window is sorted and eviction is a prefix.
+ */
+function countGroup(params: VelocityParams, key: Key | null, w: KeyWindow, ts: number, values: readonly JsonObject[], from: number, to: number, out: Collector): void {
+  const horizon = ts - params.windowMs;
+  let first = 0;
+  while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
+  if (first > 0) {
+    dropFirst(w.ts, first);
+    dropFirst(w.ids, first);
+  }
+  for (let k = from; k < to; k++) {
+    w.ts.push(ts);
+    w.ids.push(idOf(values[k] as JsonObject, params.idField));
+  }
+  if (w.ts.length >= params.threshold) {
+    for (let k = from; k < to; k++) alert(key, values[k] as JsonObject, ts, w, 0, w.ts.length, out);
+  }
+}
+
+function idOf(value: JsonObject, idField: string): string | number | null {
+  const id = readField(value, idField);
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
 /** The window and the cleanup timer, shared by both modes. */
 abstract class VelocityBase implements Operator {
   protected state!: ValueState<KeyWindow>;
@@ -134,14 +179,13 @@ abstract class VelocityBase implements Operator {
   open(ctx: RuntimeContext): void {
     // State TTL 2 × windowMs, as the seeds prescribe, beside the cleanup timer (which frees a silent
     // key exactly and earlier). Timers judge TTL at their own time, so end of input (+∞) loses nothing.
-    this.state = ctx.getValueState(valueState<KeyWindow>("velocity", { ttlMs: 2 * this.params.windowMs }));
+    this.state = ctx.getValueState(valueState<KeyWindow>(VELOCITY_STATE, { ttlMs: 2 * this.params.windowMs }));
   }
 
   abstract processElement(record: StreamRecord, ctx: ProcessContext): void;
 
   protected idOf(value: JsonObject): string | number | null {
-    const id = readField(value, this.params.idField);
-    return typeof id === "string" || typeof id === "number" ? id : null;
+    return idOf(value, this.params.idField);
   }
 
   /** Keeps exactly one cleanup timer per non-empty window (re-armed lazily, not on every record). */
@@ -174,21 +218,15 @@ abstract class VelocityBase implements Operator {
     else this.state.update(w);
   }
 
-  /** The alert for a record at `ts` counting the window entries [from, to). */
   protected alert(value: JsonObject, ts: number, w: KeyWindow, from: number, to: number, ctx: ProcessContext): void {
-    const refs: EvidenceRef[] = [];
-    for (let i = Math.max(from, to - EVIDENCE_CAP); i < to; i++) {
-      const id = w.ids[i];
-      const t = w.ts[i] as number;
-      refs.push(id === null || id === undefined ? { ts: t } : { id, ts: t });
-    }
-    // refs is fresh and already capped: it becomes the evidence as is (evidenceOf would copy it).
-    const evidence: Evidence = { records: refs, total: to - from };
-    ctx.output({ key: ctx.key ?? null, ts, count: to - from, event: value, evidence }, ts);
+    alert(ctx.key ?? null, value, ts, w, from, to, ctx);
   }
 }
 
-/** `ordered`: buffer until the watermark, then count in timestamp order; equal timestamps count each other. */
+/**
+ * `ordered` on any backend: each record waits in its key's state with a release timer at its
+ * timestamp, and is counted when the timer fires; equal timestamps count each other.
+ */
 class OrderedVelocity extends VelocityBase {
   processElement(record: StreamRecord, ctx: ProcessContext): void {
     if (record.timestamp <= ctx.timerService.currentWatermark()) {
@@ -260,23 +298,8 @@ class OrderedVelocity extends VelocityBase {
     this.ensureCleanup(w, ctx);
   }
 
-  /** Counts the records values[from..to), all at `ts` (later than every entry of the window's), together. */
   private countGroup(w: KeyWindow, ts: number, values: readonly JsonObject[], from: number, to: number, ctx: ProcessContext): void {
-    // Records come here in timestamp order, so the window is sorted and eviction is a prefix.
-    const horizon = ts - this.params.windowMs;
-    let first = 0;
-    while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
-    if (first > 0) {
-      dropFirst(w.ts, first);
-      dropFirst(w.ids, first);
-    }
-    for (let k = from; k < to; k++) {
-      w.ts.push(ts);
-      w.ids.push(this.idOf(values[k] as JsonObject));
-    }
-    if (w.ts.length >= this.params.threshold) {
-      for (let k = from; k < to; k++) this.alert(values[k] as JsonObject, ts, w, 0, w.ts.length, ctx);
-    }
+    countGroup(this.params, ctx.key ?? null, w, ts, values, from, to, ctx);
   }
 }
 
@@ -316,5 +339,221 @@ class EagerVelocity extends VelocityBase {
     if (w === undefined || w.cleanupAt !== timer.time) return;
     this.cleanup(w, timer.time, ctx);
     this.store(w);
+  }
+}
+
+/** The name of velocity's keyed state, on both storages (part of the checkpoint format). */
+const VELOCITY_STATE = "velocity";
+
+/** `ordered`: the backend chooses the storage when the operator opens (see SlotOrderedVelocity). */
+function orderedVelocity(params: VelocityParams): Operator {
+  let impl: Operator;
+  return {
+    open(ctx) {
+      impl = ctx.adoptState !== undefined ? new SlotOrderedVelocity(params) : new OrderedVelocity(params);
+      impl.open?.(ctx);
+    },
+    processElement: (record, ctx) => impl.processElement(record, ctx),
+    onTimer: (timer, ctx) => impl.onTimer?.(timer, ctx),
+    onWatermark: (watermark, ctx) => impl.onWatermark?.(watermark, ctx),
+  };
+}
+
+/** Records of one timestamp waiting for the watermark, in arrival order. */
+interface PendingAt {
+  keys: Key[];
+  values: JsonObject[];
+}
+
+/**
+ * `ordered` on the heap backend: the same counting (countGroup) with no timer and no state access
+ * on arrival. Records wait in one buffer per operator, bucketed by timestamp, and are released in
+ * (timestamp, key, canonical JSON) order when the watermark passes them: the order in which the
+ * handle storage's release timers fire, so both storages emit the same sequence. Each key's window
+ * sits in a slot (KeySlots, no Map entry and no TTL wrapper), and a silent key is freed at
+ * last record + windowMs, as by the handle storage's cleanup timer, from a schedule of slots by
+ * time (no key strings, no ordering within a time), well inside the 2 × windowMs state TTL.
+ * The backend snapshots the same table as the handle storage writes ("velocity": per key, its
+ * window and waiting records), so checkpoints stay per key and rescale as before.
+ */
+class SlotOrderedVelocity implements Operator, AdoptedTable {
+  readonly name = VELOCITY_STATE;
+  readonly kind = "value" as const;
+  private readonly slots = new KeySlots();
+  private windows: Array<KeyWindow | undefined> = [];
+  private readonly cleanups: SlotSchedule;
+  private readonly pending = new Map<number, PendingAt>();
+  private readonly times = new NumberMinHeap();
+  private pendingCount = 0;
+
+  constructor(private readonly params: VelocityParams) {
+    this.cleanups = new SlotSchedule(0);
+  }
+
+  open(ctx: RuntimeContext): void {
+    ctx.adoptState?.(this);
+  }
+
+  processElement(record: StreamRecord, ctx: ProcessContext): void {
+    const ts = record.timestamp;
+    if (ts <= ctx.timerService.currentWatermark()) {
+      ctx.sideOutput("late", record.value, ts);
+      return;
+    }
+    this.buffer(ts, ctx.key as Key, record.value);
+  }
+
+  private buffer(ts: number, key: Key, value: JsonObject): void {
+    let at = this.pending.get(ts);
+    if (at === undefined) {
+      at = { keys: [key], values: [value] };
+      this.pending.set(ts, at);
+      this.times.push(ts);
+    } else {
+      at.keys.push(key);
+      at.values.push(value);
+    }
+    this.pendingCount++;
+  }
+
+  onWatermark(watermark: number, ctx: WatermarkContext): void {
+    for (let ts = this.times.peek(); ts !== undefined && ts <= watermark; ts = this.times.peek()) {
+      this.times.pop();
+      const at = this.pending.get(ts) as PendingAt;
+      this.pending.delete(ts);
+      this.pendingCount -= at.keys.length;
+      this.release(ts, at, ctx);
+    }
+    this.cleanups.due(watermark, (slot) => {
+      const w = this.windows[slot];
+      if (w === undefined || w.cleanupAt === null || w.cleanupAt > watermark) return;
+      w.cleanupAt = null;
+      const last = w.ts[w.ts.length - 1];
+      if (last === undefined || last + this.params.windowMs <= watermark) {
+        this.windows[slot] = undefined;
+        this.slots.delete(slot);
+      } else this.ensureCleanup(slot, w);
+    });
+  }
+
+  /** Counts the records of one timestamp: by key, and by canonical JSON within a key (as sortPending). */
+  private release(ts: number, at: PendingAt, ctx: WatermarkContext): void {
+    const { keys, values } = at;
+    const n = keys.length;
+    let order: number[] | undefined;
+    if (n > 1) {
+      order = Array.from({ length: n }, (_, i) => i);
+      const canon: Array<string | undefined> = [];
+      const canonAt = (i: number): string => (canon[i] ??= canonicalJson(values[i] as JsonObject));
+      order.sort((a, b) => {
+        const ka = keys[a] as Key;
+        const kb = keys[b] as Key;
+        if (ka !== kb) return ka < kb ? -1 : 1;
+        const ca = canonAt(a);
+        const cb = canonAt(b);
+        return ca < cb ? -1 : ca > cb ? 1 : a - b;
+      });
+    }
+    const sorted = order === undefined ? values : order.map((i) => values[i] as JsonObject);
+    for (let i = 0; i < n; ) {
+      const key = keys[order === undefined ? i : (order[i] as number)] as Key;
+      let j = i + 1;
+      while (j < n && keys[order === undefined ? j : (order[j] as number)] === key) j++;
+      const slot = this.slots.findOrAdd(key);
+      let w = this.windows[slot];
+      if (w === undefined) {
+        w = emptyWindow();
+        this.windows[slot] = w;
+      }
+      countGroup(this.params, key, w, ts, sorted, i, j, ctx.forKey(key));
+      this.ensureCleanup(slot, w);
+      i = j;
+    }
+  }
+
+  private ensureCleanup(slot: number, w: KeyWindow): void {
+    const last = w.ts[w.ts.length - 1];
+    if (w.cleanupAt === null && last !== undefined) {
+      w.cleanupAt = last + this.params.windowMs;
+      this.cleanups.add(slot, w.cleanupAt);
+    }
+  }
+
+  // ---- the table the backend snapshots: the handle storage's stored form, TTL stamp included
+
+  /** Waiting records by key, in release order of their timestamps (arrival order within one). */
+  private pendingByKey(): Map<Key, { ts: number[]; values: JsonObject[] }> {
+    const byKey = new Map<Key, { ts: number[]; values: JsonObject[] }>();
+    const times = [...this.pending.keys()].sort((a, b) => a - b);
+    for (const ts of times) {
+      const at = this.pending.get(ts) as PendingAt;
+      at.keys.forEach((k, i) => {
+        let p = byKey.get(k);
+        if (p === undefined) {
+          p = { ts: [], values: [] };
+          byKey.set(k, p);
+        }
+        p.ts.push(ts);
+        p.values.push(at.values[i] as JsonObject);
+      });
+    }
+    return byKey;
+  }
+
+  private stored(key: Key, w: KeyWindow | undefined, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
+    const v: KeyWindow = { ts: [...(w?.ts ?? [])], ids: [...(w?.ids ?? [])], pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: w?.cleanupAt ?? null };
+    // The TTL stamp: the latest time the handle storage would have written the entry at.
+    const last = Math.max(v.ts[v.ts.length - 1] ?? Number.NEGATIVE_INFINITY, ...(p?.ts ?? []));
+    void key;
+    return { v, t: last };
+  }
+
+  get(key: Key): unknown {
+    const slot = this.slots.find(key);
+    const p = this.pendingByKey().get(key);
+    const w = slot >= 0 ? this.windows[slot] : undefined;
+    return w === undefined && p === undefined ? undefined : this.stored(key, w, p);
+  }
+  has(key: Key): boolean {
+    return this.get(key) !== undefined;
+  }
+  put(): void {
+    throw new Error(`state "${VELOCITY_STATE}" is kept in the operator's own layout and written only by the operator`);
+  }
+  delete(): void {
+    throw new Error(`state "${VELOCITY_STATE}" is kept in the operator's own layout and written only by the operator`);
+  }
+  get size(): number {
+    return [...this.keys()].length;
+  }
+  *keys(): IterableIterator<Key> {
+    for (const [k] of this.entries()) yield k;
+  }
+  *entries(): IterableIterator<[Key, unknown]> {
+    const byKey = this.pendingByKey();
+    for (const slot of this.slots.slots()) {
+      const key = this.slots.keyAt(slot) as Key;
+      yield [key, this.stored(key, this.windows[slot], byKey.get(key))];
+      byKey.delete(key);
+    }
+    for (const [key, p] of byKey) yield [key, this.stored(key, undefined, p)];
+  }
+  load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
+    for (const [key, stored] of entries) {
+      const v = (stored as TtlEntry<KeyWindow>).v;
+      if (v.ts.length > 0) {
+        const slot = this.slots.findOrAdd(key);
+        const w: KeyWindow = { ts: [...v.ts], ids: [...v.ids], pendingTs: null, pendingValues: null, cleanupAt: null };
+        this.windows[slot] = w;
+        this.ensureCleanup(slot, w);
+      }
+      v.pendingTs?.forEach((ts, i) => this.buffer(ts, key, (v.pendingValues as JsonObject[])[i] as JsonObject));
+    }
+  }
+  estimatedBytes(): number {
+    let bytes = this.slots.bytes() + 8 * this.windows.length + 32 * this.pending.size;
+    for (const w of this.windows) if (w !== undefined) bytes += 64 + 16 * w.ts.length + estimateBytes(w.ids);
+    for (const at of this.pending.values()) bytes += 16 * at.keys.length + estimateBytes(at.values);
+    return bytes;
   }
 }
