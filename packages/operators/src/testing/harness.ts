@@ -5,6 +5,7 @@ import type { JsonObject, Key } from "../core/api";
 import { MAX_WATERMARK } from "../core/api";
 import { OperatorHost, type StateStats } from "../core/host";
 import type { OperatorSpec } from "../core/spec";
+import type { KeyedStateBackend } from "../core/state";
 import type { z } from "zod";
 
 export interface HarnessOutput {
@@ -22,6 +23,8 @@ export interface HarnessOptions {
   /** Initial injected processing time; default -infinity (nothing has happened yet). */
   processingTime?: number;
   nodeId?: string;
+  /** The keyed state backend (default: the heap backend); e.g. a serializing one to run an operator's generic storage. */
+  backend?: () => KeyedStateBackend;
 }
 
 export class OperatorTestHarness<P extends z.ZodType = z.ZodType> {
@@ -50,6 +53,7 @@ export class OperatorTestHarness<P extends z.ZodType = z.ZodType> {
       ...(opts.connectedOutputs ? { connectedOutputs: opts.connectedOutputs } : {}),
       ...(opts.processingTime !== undefined ? { processingTime: opts.processingTime } : {}),
       ...(restoreFrom ? { restoreFrom } : {}),
+      ...(opts.backend ? { backend: opts.backend() } : {}),
     });
   }
 

@@ -224,23 +224,15 @@ export class SlotSchedule {
 }
 
 /**
- * A state table over slots, as the backend snapshots and counts it: the key of each slot whose
- * `valueAt` is defined, with that value in the stored form the operator's generic handles would
- * have written. Writes go through the operator, never through the table.
+ * What every adopted table has in common: read-only to everyone but its operator, sized and
+ * listed from its entries() (called by snapshots and stats, not on the per-record path).
  */
-export class SlotTableView implements AdoptedTable {
-  constructor(
-    readonly name: string,
-    readonly kind: StateKind,
-    private readonly slots: KeySlots,
-    private readonly valueAt: (slot: number) => unknown,
-    readonly load: (entries: ReadonlyArray<readonly [Key, unknown]>) => void,
-    private readonly heapBytes?: () => number,
-  ) {}
-  get(key: Key): unknown {
-    const s = this.slots.find(key);
-    return s < 0 ? undefined : this.valueAt(s);
-  }
+export abstract class OperatorKeptTable implements AdoptedTable {
+  abstract readonly name: string;
+  abstract readonly kind: StateKind;
+  abstract get(key: Key): unknown;
+  abstract entries(): IterableIterator<[Key, unknown]>;
+  abstract load(entries: ReadonlyArray<readonly [Key, unknown]>): void;
   has(key: Key): boolean {
     return this.get(key) !== undefined;
   }
@@ -252,11 +244,33 @@ export class SlotTableView implements AdoptedTable {
   }
   get size(): number {
     let n = 0;
-    for (const s of this.slots.slots()) if (this.valueAt(s) !== undefined) n++;
+    for (const _ of this.entries()) n++;
     return n;
   }
   *keys(): IterableIterator<Key> {
     for (const [k] of this.entries()) yield k;
+  }
+}
+
+/**
+ * A state table over slots, as the backend snapshots and counts it: the key of each slot whose
+ * `valueAt` is defined, with that value in the stored form the operator's generic handles would
+ * have written.
+ */
+export class SlotTableView extends OperatorKeptTable {
+  constructor(
+    readonly name: string,
+    readonly kind: StateKind,
+    private readonly slots: KeySlots,
+    private readonly valueAt: (slot: number) => unknown,
+    readonly load: (entries: ReadonlyArray<readonly [Key, unknown]>) => void,
+    private readonly heapBytes?: () => number,
+  ) {
+    super();
+  }
+  get(key: Key): unknown {
+    const s = this.slots.find(key);
+    return s < 0 ? undefined : this.valueAt(s);
   }
   *entries(): IterableIterator<[Key, unknown]> {
     for (const s of this.slots.slots()) {

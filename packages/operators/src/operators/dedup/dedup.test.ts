@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { OperatorTestHarness } from "../../testing/harness";
 import { NUM_RUNS, arrivalOrder, feed, jittersArb, ofKey, run, runWithRestore, type TestEvent } from "../shared/test-support";
+import { SerializingStateBackend } from "../../core/state/serializing.testkit";
 import { dedupSpec } from "./dedup";
 
 const BOUND = 10;
@@ -151,4 +152,46 @@ describe("dedup boundaries", () => {
     expect(dedupSpec.requiresKeyedInput).toBe(false);
     expect(dedupSpec.outputs.map((o) => o.id)).toEqual(["out", "duplicates", "errors"]);
   });
+});
+
+describe("dedup: heap storage and handle storage", () => {
+  // The heap backend runs SlotDedupStore (id slots, expiry buckets); a serializing backend, like
+  // the runner's disk backend, runs two value states and an expiry timer per id.
+  const serializing = { keyed: false, backend: () => new SerializingStateBackend() };
+  const lateArb = fc
+    .array(fc.record({ ts: fc.integer({ min: 0, max: 200 }), eventId: fc.constantFrom("a", "b", 1) }), { maxLength: 40 })
+    .map((list) => list.map((e, i): TestEvent => ({ key: "", ts: e.ts, value: { eventId: e.eventId, seq: i } })));
+
+  it("decide alike, also for arrivals far out of order (records later than the TTL)", () => {
+    fc.assert(
+      fc.property(fc.oneof(eventsArb, lateArb), ttlArb, jittersArb(BOUND), (events, ttlMs, jitters) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const params = { field: "eventId", ttlMs };
+        expect(run(dedupSpec, params, arrivals, BOUND, unkeyed)).toEqual(run(dedupSpec, params, arrivals, BOUND, serializing));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("handle storage: snapshot and restore at any record equals an uninterrupted run", () => {
+    fc.assert(
+      fc.property(eventsArb, ttlArb, jittersArb(BOUND), fc.nat(), (events, ttlMs, jitters, at) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const params = { field: "eventId", ttlMs };
+        expect(runWithRestore(dedupSpec, params, arrivals, BOUND, at % (arrivals.length + 1), serializing)).toEqual(run(dedupSpec, params, arrivals, BOUND, unkeyed));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  for (const [name, opts] of [["heap", unkeyed], ["handles", serializing]] as const) {
+    it(`${name}: an id that passes when the watermark is past its expiry is held until the next advance`, () => {
+      const h = OperatorTestHarness.forSpec(dedupSpec, { field: "id", ttlMs: 100 }, opts);
+      h.processWatermark(1000).processElement({ id: "x", n: 1 }, 500).processElement({ id: "x", n: 2 }, 501);
+      expect(h.outputOf("duplicates").map((o) => o.value.passedAt)).toEqual([500]);
+      expect(h.stateStats().keys).toBe(1);
+      h.processWatermark(1001).processElement({ id: "x", n: 3 }, 502);
+      expect(h.outputOf("out").map((o) => o.value.n)).toEqual([1, 3]);
+    });
+  }
 });

@@ -138,10 +138,12 @@ export function orderedOperatorProperties<P extends z.ZodType>(
     expectEqual: (a: unknown, b: unknown) => void;
     /** Events kept when running key "a" alone (default: its own); e.g. broadcast reference records too. */
     keepForKeyA?: (e: TestEvent) => boolean;
+    /** Harness options besides keyed input, e.g. a serializing backend. */
+    harness?: HarnessOptions;
   },
 ): void {
   const bound = opts.bound ?? 10;
-  const keyed = { keyed: true };
+  const keyed = { ...opts.harness, keyed: true };
   opts.it("gives the same output for any two arrival orders within the out-of-orderness bound", () => {
     fc.assert(
       fc.property(events, paramsArb, jittersArb(bound), jittersArb(bound), (evs, params, j1, j2) => {

@@ -17,7 +17,7 @@ import {
   type WatermarkContext,
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
-import { estimateBytes, KeySlots, SlotSchedule, type AdoptedTable, type TtlEntry } from "../../core/state";
+import { estimateBytes, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -376,7 +376,7 @@ interface PendingAt {
  * The backend snapshots the same table as the handle storage writes ("velocity": per key, its
  * window and waiting records), so checkpoints stay per key and rescale as before.
  */
-class SlotOrderedVelocity implements Operator, AdoptedTable {
+class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   readonly name = VELOCITY_STATE;
   readonly kind = "value" as const;
   private readonly slots = new KeySlots();
@@ -387,6 +387,7 @@ class SlotOrderedVelocity implements Operator, AdoptedTable {
   private pendingCount = 0;
 
   constructor(private readonly params: VelocityParams) {
+    super();
     this.cleanups = new SlotSchedule(0);
   }
 
@@ -513,21 +514,6 @@ class SlotOrderedVelocity implements Operator, AdoptedTable {
     const p = this.pendingByKey().get(key);
     const w = slot >= 0 ? this.windows[slot] : undefined;
     return w === undefined && p === undefined ? undefined : this.stored(key, w, p);
-  }
-  has(key: Key): boolean {
-    return this.get(key) !== undefined;
-  }
-  put(): void {
-    throw new Error(`state "${VELOCITY_STATE}" is kept in the operator's own layout and written only by the operator`);
-  }
-  delete(): void {
-    throw new Error(`state "${VELOCITY_STATE}" is kept in the operator's own layout and written only by the operator`);
-  }
-  get size(): number {
-    return [...this.keys()].length;
-  }
-  *keys(): IterableIterator<Key> {
-    for (const [k] of this.entries()) yield k;
   }
   *entries(): IterableIterator<[Key, unknown]> {
     const byKey = this.pendingByKey();
