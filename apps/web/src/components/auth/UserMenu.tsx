@@ -2,6 +2,7 @@
 // Who is signed in, with the way to the audit trail, the users page (admins) and out.
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "../../trpc/react";
+import { NotificationsBadge } from "../notifications/NotificationsBadge";
 import { postJson } from "./post-json";
 import "./auth.css";
 
@@ -19,6 +20,7 @@ export function UserMenu() {
       <a href="/audit" data-testid="nav-audit">
         Audit
       </a>
+      {me.data.role !== "analyst" ? <NotificationsBadge /> : null}
       {me.data.role === "admin" ? (
         <a href="/users" data-testid="nav-users">
           Users

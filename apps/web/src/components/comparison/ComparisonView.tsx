@@ -1,29 +1,60 @@
 "use client";
-// Shadow against enforcement for the approver: alerts in both, only in the new version, only in the
-// old, alerts per hour of event time, precision and recall where the records carry a label, and a
-// few full alerts of each class with their evidence. The numbers come from comparison.compare,
-// which reads both alert topics on the server; nothing is computed here.
+// Two sides' alerts over the same events (by default shadow against enforcement, for the approver;
+// a backtest against the enforcing version, another backtest or another engine's alert topic from
+// the backtest panel): alerts in both, only in the new side, only in the old, alerts per hour of
+// event time, precision and recall from a label field or a chargeback topic, and a few full alerts
+// of each class with their evidence. The numbers come from comparison.compare, which reads the
+// topics on the server; nothing is computed here.
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
+import type { RouterInputs } from "../../trpc/types";
 import "./comparison.css";
 
 const percent = (x: number | null) => (x === null ? "–" : `${(x * 100).toFixed(1)} %`);
 
-export function ComparisonView({ pipelineId }: { pipelineId: string }) {
+type CompareInput = RouterInputs["comparison"]["compare"];
+export type ComparisonSide = NonNullable<CompareInput["newSide"]>;
+
+export function ComparisonView({ pipelineId, newSide, oldSide, title = "Shadow against enforcement" }: { pipelineId: string; newSide?: ComparisonSide; oldSide?: ComparisonSide; title?: string }) {
   const trpc = useTRPC();
+  const [labelKind, setLabelKind] = useState<"field" | "chargebacks">("field");
   const [labelField, setLabelField] = useState("isFraud");
-  const comparison = useQuery({ ...trpc.comparison.compare.queryOptions({ pipelineId, labelField: labelField.trim() || null, samples: 3 }), retry: false });
+  const [chargebackTopic, setChargebackTopic] = useState("");
+  const [chargebackId, setChargebackId] = useState("txId");
+  const labels: CompareInput["labels"] =
+    labelKind === "chargebacks" && chargebackTopic.trim() && chargebackId.trim()
+      ? { kind: "chargebacks", topic: chargebackTopic.trim(), idField: chargebackId.trim() }
+      : labelField.trim()
+        ? { kind: "field", field: labelField.trim() }
+        : { kind: "none" };
+  const comparison = useQuery({ ...trpc.comparison.compare.queryOptions({ pipelineId, newSide, oldSide, labelField: null, labels, samples: 3 }), retry: false });
   const data = comparison.data;
+  const newName = data ? data.new.label : "new";
+  const oldName = data ? data.old.label : "old";
 
   return (
     <section className="kf-comparison" data-testid="comparison">
-      <h4>Shadow against enforcement</h4>
+      <h4>{title}</h4>
       <div className="kf-comparison__controls">
         <label>
-          label field{" "}
-          <input value={labelField} onChange={(e) => setLabelField(e.target.value)} aria-label="label field" data-testid="comparison-label" />
+          labels{" "}
+          <select value={labelKind} onChange={(e) => setLabelKind(e.target.value === "chargebacks" ? "chargebacks" : "field")} aria-label="where the labels come from" data-testid="comparison-label-kind">
+            <option value="field">a field of the records</option>
+            <option value="chargebacks">a chargeback topic</option>
+          </select>
         </label>
+        {labelKind === "field" ? (
+          <label>
+            label field{" "}
+            <input value={labelField} onChange={(e) => setLabelField(e.target.value)} aria-label="label field" data-testid="comparison-label" />
+          </label>
+        ) : (
+          <>
+            <input value={chargebackTopic} onChange={(e) => setChargebackTopic(e.target.value)} placeholder="chargeback topic" aria-label="chargeback topic" data-testid="comparison-chargeback-topic" />
+            <input value={chargebackId} onChange={(e) => setChargebackId(e.target.value)} placeholder="transaction id field" aria-label="chargeback id field" data-testid="comparison-chargeback-id" />
+          </>
+        )}
         <button type="button" className="kf-button kf-button--small" onClick={() => void comparison.refetch()} disabled={comparison.isFetching} data-testid="comparison-refresh">
           {comparison.isFetching ? "Reading…" : "Refresh"}
         </button>
@@ -32,7 +63,7 @@ export function ComparisonView({ pipelineId }: { pipelineId: string }) {
       {data ? (
         <>
           <p className="kf-comparison__note">
-            v{data.new.number} in shadow ({data.new.topics.join(", ")}) against v{data.old.number} enforcing ({data.old.topics.join(", ")}), matched by <code>{data.new.idField}</code>
+            {newName} ({data.new.topics.join(", ")}) against {oldName} ({data.old.topics.join(", ")}), matched by <code>{data.new.kind === "topic" ? data.old.idField : data.new.idField}</code>
             {data.stats.range.fromTs !== null || data.stats.range.toTs !== null ? `, event time ${new Date(data.stats.range.fromTs ?? 0).toISOString()} – ${data.stats.range.toTs === null ? "end" : new Date(data.stats.range.toTs).toISOString()}` : ", both topics whole"}
           </p>
           <table className="kf-table kf-comparison__counts">
@@ -40,9 +71,9 @@ export function ComparisonView({ pipelineId }: { pipelineId: string }) {
               <tr>
                 <th>in both</th>
                 <td data-testid="comparison-both">{data.stats.counts.both}</td>
-                <th>only v{data.new.number} (new)</th>
+                <th>only {newName} (new)</th>
                 <td data-testid="comparison-only-new">{data.stats.counts.onlyNew}</td>
-                <th>only v{data.old.number} (old)</th>
+                <th>only {oldName} (old)</th>
                 <td data-testid="comparison-only-old">{data.stats.counts.onlyOld}</td>
               </tr>
               {data.stats.scores ? (
@@ -54,7 +85,7 @@ export function ComparisonView({ pipelineId }: { pipelineId: string }) {
                   <th>recall new / old</th>
                   <td colSpan={2}>
                     {percent(data.stats.scores.new.recall)} / {percent(data.stats.scores.old.recall)}
-                    {data.stats.scores.fraudInInput !== null ? ` of ${data.stats.scores.fraudInInput} labelled fraud` : " (input labels not read)"}
+                    {data.stats.scores.fraudInInput !== null ? ` of ${data.stats.scores.fraudInInput} ${data.stats.scores.source === "chargebacks" ? "charged back" : "labelled fraud"}` : " (input labels not read)"}
                   </td>
                 </tr>
               ) : null}
@@ -65,6 +96,12 @@ export function ComparisonView({ pipelineId }: { pipelineId: string }) {
               Records alerted more than once in one topic (counted once): new {data.stats.repeated.new}, old {data.stats.repeated.old}.
             </p>
           ) : null}
+          {data.stats.outOfScope.new + data.stats.outOfScope.old > 0 ? (
+            <p className="kf-comparison__note" data-testid="comparison-out-of-range">
+              Alerts on records outside the backtest&apos;s range, left out: new {data.stats.outOfScope.new}, old {data.stats.outOfScope.old}.
+            </p>
+          ) : null}
+          {data.otherVersions > 0 ? <p className="kf-comparison__note">{data.otherVersions} alerts of other versions of the rule (tagged) were left out.</p> : null}
           {data.unreadable.count > 0 ? <p className="kf-comparison__note">{data.unreadable.count} messages were not alerts: {data.unreadable.first.map((u) => `${u.topic}[${u.partition}]@${u.offset} ${u.reason}`).join("; ")}</p> : null}
           {data.missingTopics.length + data.truncatedTopics.length > 0 ? (
             <p className="kf-comparison__note">
@@ -76,8 +113,8 @@ export function ComparisonView({ pipelineId }: { pipelineId: string }) {
             <thead>
               <tr>
                 <th>hour (UTC, event time)</th>
-                <th>v{data.new.number}</th>
-                <th>v{data.old.number}</th>
+                <th>{newName}</th>
+                <th>{oldName}</th>
               </tr>
             </thead>
             <tbody>
