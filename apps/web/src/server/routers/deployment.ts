@@ -2,6 +2,7 @@ import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { hasRole } from "../auth/roles";
 import { deployVersion } from "../services/deployments";
+import { switchForAudit } from "../services/rule-jobs";
 import { approvedPromotion } from "../services/promotions";
 import { deploymentCheckpoints, keyState, liveMetrics, nodeTaps, recentControls, replaceDeployment, savepointDeployment, stopDeployment, throttleSink } from "../services/operations";
 import type { RestoreSource } from "../services/operations";
@@ -11,14 +12,38 @@ const deploymentInput = z.object({ deploymentId: z.string().min(1) });
 
 export const deploymentRouter = createTRPCRouter({
   deploy: analystProcedure
-    .input(z.object({ versionId: z.string().min(1), mode: z.enum(["shadow", "enforcing", "test"]).default("shadow"), reason: z.string().trim().max(2_000).optional() }))
+    .input(
+      z.object({
+        versionId: z.string().min(1),
+        mode: z.enum(["shadow", "enforcing", "test"]).default("shadow"),
+        reason: z.string().trim().max(2_000).optional(),
+        /** On a promotion: the version that enforced until now drops to shadow (default) or stops, at the same checkpoint boundary. */
+        previous: z.enum(["shadow", "stopped"]).optional(),
+      }),
+    )
     .mutation(async ({ ctx, input }) => {
       // Analysts deploy to shadow; anything that could enforce needs an approver, and enforcement an approved promotion of this exact graph.
       if (input.mode !== "shadow" && !hasRole(ctx.user.role, "approver")) throw new TRPCError({ code: "FORBIDDEN", message: `deploying in ${input.mode} mode needs the approver role; ${ctx.user.email} is an ${ctx.user.role}` });
       const prisma = (await ctx.db()).prisma;
       const promotion = input.mode === "enforcing" ? await approvedPromotion(prisma, input.versionId) : null;
-      const deployment = await deployVersion(prisma, ctx.env.runnerUrl, input);
-      await ctx.audit({ action: promotion ? "promote" : "deploy", subjectType: "deployment", subjectId: deployment.id, details: { pipelineId: deployment.pipelineId, versionId: deployment.versionId, mode: deployment.mode, status: deployment.status, promotionId: promotion?.id ?? null }, reason: input.reason ?? null });
+      const deployment = await deployVersion(prisma, ctx.env.runnerUrl, { versionId: input.versionId, mode: input.mode, ...(input.previous ? { previousMode: input.previous } : {}) });
+      // A switch inside the rule job is recorded with its checkpoint and the source offsets at the boundary.
+      const routing = deployment.routingSwitch;
+      await ctx.audit({
+        action: promotion ? "promote" : "deploy",
+        subjectType: "deployment",
+        subjectId: deployment.id,
+        details: {
+          pipelineId: deployment.pipelineId,
+          versionId: deployment.versionId,
+          mode: deployment.mode,
+          status: deployment.status,
+          promotionId: promotion?.id ?? null,
+          ruleJobId: deployment.runnerJobId,
+          switch: switchForAudit(routing),
+        },
+        reason: input.reason ?? null,
+      });
       return deployment;
     }),
   /** Server-sent events: the running job's figures once a second, rates computed on the server. */

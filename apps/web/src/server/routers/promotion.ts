@@ -1,10 +1,12 @@
 // Promotion to enforcement: analysts ask (with a written reason when the version has spent less
 // than the policy's days in shadow), approvers (never the requester) approve or reject with a
 // comment, and approvers roll enforcement back to the previous version (approved, or an emergency
-// with a reason). Switching a warm shadow deployment's output at a checkpoint boundary is runner
-// work that is not built: an enforcing deploy or a rollback starts a job.
+// with a reason). Promotion and rollback switch the rule job's branches at one checkpoint boundary
+// (services/deployments.ts, services/rule-jobs.ts); the audit records that checkpoint and the
+// source offsets at the boundary.
 import { z } from "zod";
-import { DEFAULT_SHADOW_POLICY_DAYS, decidePromotion, listPromotions, requestPromotion, rollbackEnforcement, rollbackPlan, shadowAge } from "../services/promotions";
+import { DEFAULT_SHADOW_POLICY_DAYS, decidePromotion, listPromotions, promotionCompat, requestPromotion, rollbackEnforcement, rollbackPlan, shadowAge } from "../services/promotions";
+import { switchForAudit } from "../services/rule-jobs";
 import { analystProcedure, approverProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const comment = z.string().trim().max(2_000).default("");
@@ -33,6 +35,8 @@ export const promotionRouter = createTRPCRouter({
       : null;
     return { policyDays, versions: ages, enforcing: enforcing.map((d) => ({ deploymentId: d.id, versionId: d.versionId, number: d.version.number, status: d.status, since: d.createdAt })), rollback: { ...rollback, previousApproval } };
   }),
+  /** The approver's state check: does the rule job with this version restore from its running job's newest checkpoint? */
+  compat: authedProcedure.input(z.object({ versionId: z.string().min(1) })).query(async ({ ctx, input }) => promotionCompat((await ctx.db()).prisma, ctx.env.runnerUrl, input.versionId)),
   request: analystProcedure
     .input(z.object({ versionId: z.string().min(1), reason: comment }))
     .mutation(async ({ ctx, input }) => requestPromotion((await ctx.db()).prisma, ctx.user, input, { policyDays: ctx.env.shadowPolicyDays ?? DEFAULT_SHADOW_POLICY_DAYS, now: new Date() })),
@@ -44,10 +48,11 @@ export const promotionRouter = createTRPCRouter({
     .mutation(async ({ ctx, input }) => decidePromotion((await ctx.db()).prisma, ctx.user, { ...input, decision: "reject" })),
   /** One action back to the previous enforcing version: with its approved request, or `emergency` with a reason. */
   rollback: approverProcedure
-    .input(pipelineInput.extend({ emergency: z.boolean().default(false), reason: comment }))
+    .input(pipelineInput.extend({ emergency: z.boolean().default(false), reason: comment, current: z.enum(["shadow", "stopped"]).optional() }))
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
-      const result = await rollbackEnforcement(prisma, ctx.env.runnerUrl, { ...input, actor: ctx.user.email });
+      const result = await rollbackEnforcement(prisma, ctx.env.runnerUrl, { pipelineId: input.pipelineId, emergency: input.emergency, reason: input.reason, ...(input.current ? { currentTo: input.current } : {}), actor: ctx.user.email });
+      const routing = result.deployment.routingSwitch;
       await ctx.audit({
         action: "rollback",
         subjectType: "deployment",
@@ -59,6 +64,8 @@ export const promotionRouter = createTRPCRouter({
           to: { versionId: result.plan.previous.versionId, number: result.plan.previous.number, deploymentId: result.deployment.id, status: result.deployment.status },
           from: result.plan.current.map((d) => ({ versionId: d.versionId, number: d.number, deploymentId: d.deploymentId })),
           stopped: result.stopped,
+          ruleJobId: result.deployment.runnerJobId,
+          switch: switchForAudit(routing),
         },
         reason: input.reason || null,
       });

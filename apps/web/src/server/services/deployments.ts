@@ -1,5 +1,10 @@
 // Deploying a version: validate it again (the catalog may have changed since it was saved), record
-// a Deployment, hand the pipeline to the runner, and record what the runner said.
+// a Deployment, hand it to the runner, and record what the runner said. Shadow and enforcing
+// versions of a rule are branches of one rule job (./rule-jobs.ts): the first deploy starts it, a
+// new version joins it through a savepoint (the other branches keep their state), and a version
+// already in the job changes mode at a checkpoint boundary (promotion: it enforces and the version
+// that enforced drops to shadow or stops at the same boundary). Test deployments and restores of a
+// single job (`start`) still run as jobs of their own.
 import { TRPCError } from "@trpc/server";
 import { validatePipeline } from "@keyflow/operators";
 import type { DeploymentMode, DeploymentStatus, PrismaClient } from "@keyflow/db";
@@ -7,6 +12,7 @@ import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn } from "../json";
 import { pipelineForMode } from "./deployment-mode";
 import { RunnerError, RunnerRefusedError, submitJob, type JobStart } from "../runner-client";
+import { branchSpecs, liveRuleJob, recordSwitch, RULE_JOB_PREFIX, ruleJobTrouble, startRuleJob, stopRuleJobWithSavepoint, switchRouting, type BranchMode, type RoutingSwitch } from "./rule-jobs";
 
 /** The runner's job status in the Deployment's vocabulary (a job it accepted is starting or running). */
 function deploymentStatus(runnerStatus: string | undefined): DeploymentStatus {
@@ -21,8 +27,100 @@ function deploymentStatus(runnerStatus: string | undefined): DeploymentStatus {
   }
 }
 
-/** Deploys a version; `start` restores it from a checkpoint or savepoint, at another parallelism (restore, rescale). */
-export async function deployVersion(prisma: PrismaClient, runnerUrl: string, input: { versionId: string; mode: DeploymentMode; start?: JobStart }) {
+export interface DeployInput {
+  versionId: string;
+  mode: DeploymentMode;
+  /** Restore a job of its own from a checkpoint or savepoint, at another parallelism (restore, rescale). */
+  start?: JobStart;
+  /** When this version starts enforcing in the rule job: what the version that enforced becomes (default shadow). */
+  previousMode?: "shadow" | "stopped";
+}
+
+/** Deploys a version: a branch of its rule's job in shadow or enforcing mode; a job of its own in test mode or with `start`. */
+export async function deployVersion(prisma: PrismaClient, runnerUrl: string, input: DeployInput): Promise<Deployment & { routingSwitch: RoutingSwitch | null }> {
+  if (input.mode === "test" || input.start !== undefined) return { ...(await deploySingleJob(prisma, runnerUrl, input)), routingSwitch: null };
+  return deployBranch(prisma, runnerUrl, { ...input, mode: input.mode });
+}
+
+type Deployment = Awaited<ReturnType<PrismaClient["deployment"]["findUniqueOrThrow"]>>;
+
+async function deployBranch(prisma: PrismaClient, runnerUrl: string, input: DeployInput & { mode: "shadow" | "enforcing" }): Promise<Deployment & { routingSwitch: RoutingSwitch | null }> {
+  const version = await prisma.pipelineVersion.findUnique({
+    where: { id: input.versionId },
+    select: { id: true, number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } },
+  });
+  if (!version) throw notFound("version", input.versionId);
+  const pipeline = fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`);
+  const result = validatePipeline(pipeline);
+  if (!result.ok) throw pipelineRejected(`cannot deploy version ${version.number}`, result.issues);
+  const key = String(version.number);
+  const live = await liveRuleJob(prisma, runnerUrl, version.pipelineId);
+
+  if (!live) {
+    // The rule's first live version: a new rule job (a new id, so no old job's checkpoints are restored).
+    const deployment = await prisma.deployment.create({ data: { pipelineId: version.pipelineId, versionId: version.id, mode: input.mode, status: "pending" }, select: { id: true } });
+    const jobId = `${RULE_JOB_PREFIX}${deployment.id}`;
+    try {
+      const job = await startRuleJob(runnerUrl, { jobId, rule: { name: version.pipeline.name, branches: [{ version: version.number, mode: input.mode, pipeline }] } });
+      const row = await prisma.deployment.update({ where: { id: deployment.id }, data: { runnerJobId: jobId, status: deploymentStatus(job.status) } });
+      return { ...row, routingSwitch: null };
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", failureReason: reason, stoppedAt: new Date(), runnerJobId: jobId } });
+      throw ruleJobTrouble(error, `deployment ${deployment.id} failed`);
+    }
+  }
+
+  const current = live.modes[key];
+  const existing = live.branches.find((b) => b.versionId === version.id && b.mode === input.mode);
+  if (existing) return { ...(await prisma.deployment.findUniqueOrThrow({ where: { id: existing.deploymentId } })), routingSwitch: null };
+  if (current === "enforcing") {
+    throw new TRPCError({ code: "CONFLICT", message: `version ${version.number} enforces: to take enforcement from it, promote another version or roll back` });
+  }
+  const enforcing = Object.entries(live.modes).find(([v, m]) => m === "enforcing" && v !== key)?.[0];
+
+  if (current === undefined) {
+    // A version new to the job: a savepoint, and the job again with one more branch. The branches
+    // it had restore their state by node id; stopped ones are dropped (allowNonRestoredState).
+    const addAs: BranchMode = input.mode === "enforcing" && enforcing !== undefined ? "shadow" : input.mode;
+    const keep = branchSpecs(live).filter((b) => live.modes[String(b.version)] !== "stopped");
+    const dropped = Object.entries(live.modes).some(([v, m]) => m === "stopped" || !keep.some((b) => String(b.version) === v));
+    const rule = { name: version.pipeline.name, branches: [...keep, { version: version.number, mode: addAs, pipeline }] };
+    let savepointPath: string;
+    try {
+      ({ savepointPath } = await stopRuleJobWithSavepoint(runnerUrl, live.jobId));
+    } catch (error) {
+      throw ruleJobTrouble(error, `adding version ${version.number} to rule job ${live.jobId}`);
+    }
+    try {
+      await startRuleJob(runnerUrl, { jobId: live.jobId, rule, restoreFrom: savepointPath, ...(dropped ? { allowNonRestoredState: true } : {}) });
+    } catch (error) {
+      // Refused (its state does not fit, say): the job goes back to its savepoint with the branches it had.
+      await startRuleJob(runnerUrl, { jobId: live.jobId, rule: { name: version.pipeline.name, branches: keep }, restoreFrom: savepointPath, ...(dropped ? { allowNonRestoredState: true } : {}) }).catch(() => undefined);
+      throw ruleJobTrouble(error, `adding version ${version.number} to rule job ${live.jobId}`);
+    }
+    await prisma.deployment.updateMany({ where: { runnerJobId: live.jobId, status: { in: ["pending", "running"] }, versionId: { notIn: live.branches.filter((b) => keep.some((k) => k.version === b.number)).map((b) => b.versionId) } }, data: { status: "stopped", stoppedAt: new Date() } });
+    const row = await prisma.deployment.create({ data: { pipelineId: version.pipelineId, versionId: version.id, mode: addAs, status: "running", runnerJobId: live.jobId } });
+    if (addAs === input.mode) return { ...row, routingSwitch: null };
+  }
+
+  // A mode change at the next checkpoint boundary; a promotion moves the enforcing version in the same switch.
+  const modes: Record<string, BranchMode> = { [key]: input.mode };
+  if (input.mode === "enforcing" && enforcing !== undefined) modes[enforcing] = input.previousMode ?? "shadow";
+  let done: RoutingSwitch;
+  try {
+    done = await switchRouting(runnerUrl, live.jobId, modes);
+  } catch (error) {
+    throw ruleJobTrouble(error, `switching version ${version.number} to ${input.mode}`);
+  }
+  const opened = await recordSwitch(prisma, { jobId: live.jobId, pipelineId: version.pipelineId }, done);
+  const row = opened.get(version.number);
+  if (!row) throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: `the runner switched ${JSON.stringify(done.before)} to ${JSON.stringify(done.after)}, but version ${version.number} is not ${input.mode} in it` });
+  return { ...(await prisma.deployment.findUniqueOrThrow({ where: { id: row.id } })), routingSwitch: done };
+}
+
+/** A version as a job of its own (test mode, or a restore / rescale of one), its Kafka sinks moved to `<rule>.shadow` unless it enforces. */
+async function deploySingleJob(prisma: PrismaClient, runnerUrl: string, input: DeployInput) {
   const version = await prisma.pipelineVersion.findUnique({
     where: { id: input.versionId },
     select: { id: true, number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } },

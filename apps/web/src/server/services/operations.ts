@@ -10,6 +10,7 @@ import { notFound } from "../errors";
 import { JobControlBusyError, jobControls, type JobControlKind, type JobControlRegistry, type JobControlRun } from "../../live/job-controls";
 import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, savepointJob, stopJob, stopJobWithSavepoint, streamJobMetrics, withRunnerAuth } from "../runner-client";
 import { deployVersion } from "./deployments";
+import { stopRuleBranch } from "./rule-jobs";
 
 async function findDeployment(prisma: PrismaClient, deploymentId: string) {
   const row = await prisma.deployment.findUnique({
@@ -106,6 +107,9 @@ export async function deploymentCheckpoints(prisma: PrismaClient, runnerUrl: str
 
 /** A graceful stop (the runner takes a final checkpoint); the deployment is recorded as stopped. */
 export async function stopDeployment(prisma: PrismaClient, runnerUrl: string, deploymentId: string) {
+  // One branch of a rule job with others running stops alone, at a checkpoint boundary (./rule-jobs.ts).
+  const branch = await stopRuleBranch(prisma, runnerUrl, deploymentId);
+  if (branch) return branch;
   const deployment = await findDeployment(prisma, deploymentId);
   let job: Awaited<ReturnType<typeof stopJob>> | null = null;
   try {

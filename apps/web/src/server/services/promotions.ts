@@ -12,6 +12,8 @@ import type { SessionUser } from "../auth/roles";
 import { notFound } from "../errors";
 import { serverEnv } from "../env";
 import { deployVersion } from "./deployments";
+import { branchSpecs, checkRuleCompat, liveRuleJob, RULE_JOB_PREFIX, type RuleCompat } from "./rule-jobs";
+import { fromJsonColumn } from "../json";
 import { notifyEmergencyRollback } from "./notifications";
 import { stopDeployment } from "./operations";
 
@@ -105,8 +107,8 @@ export async function listPromotions(prisma: PrismaClient, pipelineId: string) {
 
 /**
  * Enforcement needs an approved request for exactly this version's graph. Returns that request;
- * throws PRECONDITION_FAILED naming what is missing. (The seamless switch of a warm shadow
- * deployment at a checkpoint boundary is not built yet: an enforcing deploy starts a job.)
+ * throws PRECONDITION_FAILED naming what is missing. (The enforcing deploy that follows switches the
+ * warm shadow branch of the rule job to enforcement at a checkpoint boundary: ./deployments.ts.)
  */
 export async function approvedPromotion(prisma: PrismaClient, versionId: string) {
   const version = await prisma.pipelineVersion.findUnique({ where: { id: versionId }, select: { number: true, graphHash: true } });
@@ -116,6 +118,22 @@ export async function approvedPromotion(prisma: PrismaClient, versionId: string)
     throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${version.number} has no approved promotion request for its graph (${version.graphHash.slice(0, 12)}…): ask for one and have another approver approve it` });
   }
   return approved;
+}
+
+/**
+ * The approver's state check: would the rule job, with this version added to its live branches,
+ * restore from the running job's newest checkpoint? (restore-compat on the runner, nodes named.)
+ * Without a running rule job there is nothing to restore: the version would start empty.
+ */
+export async function promotionCompat(prisma: PrismaClient, runnerUrl: string, versionId: string): Promise<RuleCompat & { ruleJobId: string | null; note: string | null }> {
+  const version = await prisma.pipelineVersion.findUnique({ where: { id: versionId }, select: { number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } } });
+  if (!version) throw notFound("version", versionId);
+  const live = await liveRuleJob(prisma, runnerUrl, version.pipelineId);
+  if (!live) return { ruleJobId: null, checkpoint: null, compatible: true, problems: [], dropped: [], note: "no rule job of this rule is running: the version would start with empty state" };
+  const branches = branchSpecs(live).filter((b) => b.version !== version.number);
+  branches.push({ version: version.number, mode: "shadow", pipeline: fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`) });
+  const check = await checkRuleCompat(runnerUrl, live.jobId, branches, live.name);
+  return { ...check, ruleJobId: live.jobId, note: null };
 }
 
 // ---- Rollback ----------------------------------------------------------------------------------
@@ -151,14 +169,15 @@ export async function rollbackPlan(prisma: PrismaClient, pipelineId: string): Pr
 }
 
 /**
- * Returns enforcement to the previous enforcing version: deploys it in enforcing mode, then stops
- * the current enforcing deployments. The normal path needs an approved promotion request for the
- * previous version's graph (the same rule as any promotion); the emergency path needs a written
- * reason instead, and both are audited by the caller with the plan. The new job starts before the
- * old ones stop, so enforcement has no gap, but the two overlap until the stop (a switch at one
- * checkpoint boundary inside one job is runner work, not built).
+ * Returns enforcement to the previous enforcing version. The normal path needs an approved
+ * promotion request for the previous version's graph (the same rule as any promotion); the
+ * emergency path needs a written reason instead, and both are audited by the caller with the plan.
+ * In the rule job this is one switch at a checkpoint boundary (./deployments.ts): the previous
+ * version enforces and the current one drops to `currentTo` (shadow by default, or stopped) for
+ * every output after the same barrier, so no gap and no alert enforced twice. Enforcing deployments
+ * outside the rule job (jobs of their own, from before rule jobs) are stopped afterwards.
  */
-export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: string, input: { pipelineId: string; emergency: boolean; reason: string; actor?: string }) {
+export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: string, input: { pipelineId: string; emergency: boolean; reason: string; currentTo?: "shadow" | "stopped"; actor?: string }) {
   const plan = await rollbackPlan(prisma, input.pipelineId);
   let promotionId: string | null = null;
   if (input.emergency) {
@@ -166,9 +185,15 @@ export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: strin
   } else {
     promotionId = (await approvedPromotion(prisma, plan.previous.versionId)).id;
   }
-  const deployment = await deployVersion(prisma, runnerUrl, { versionId: plan.previous.versionId, mode: "enforcing" });
+  const deployment = await deployVersion(prisma, runnerUrl, { versionId: plan.previous.versionId, mode: "enforcing", previousMode: input.currentTo ?? "shadow" });
   const stopped: { deploymentId: string; status: string }[] = [];
   for (const d of plan.current) {
+    const row = await prisma.deployment.findUnique({ where: { id: d.deploymentId }, select: { status: true, runnerJobId: true } });
+    if (row?.runnerJobId?.startsWith(RULE_JOB_PREFIX) && row.status !== "pending" && row.status !== "running") {
+      // Closed by the switch itself.
+      stopped.push({ deploymentId: d.deploymentId, status: row.status });
+      continue;
+    }
     const result = await stopDeployment(prisma, runnerUrl, d.deploymentId);
     stopped.push({ deploymentId: d.deploymentId, status: result.deployment.status });
   }

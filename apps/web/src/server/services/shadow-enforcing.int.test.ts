@@ -1,9 +1,11 @@
 // Shadow beside enforcement on the REAL broker (KAFKA_BROKERS) and PostgreSQL (DATABASE_URL), through
 // the app's own tRPC route and a real runner service: one rule's version 1 enforcing and version 2
-// in shadow at once over the same input topic (the shadow writes only `<rule>.shadow`, and neither
-// collides with the other: consumer groups, transactional ids, dead-letter topics, checkpoint
-// folders); one version in both modes gives the same alerts; the comparison an approver reads; the
-// early-promotion reason; rollback with an approved request and in an emergency, all audited.
+// in shadow as branches of ONE rule job over the same input topic (the shadow writes only
+// `<rule>.shadow`, each alert tagged with its version; the input is read once, so a malformed line
+// is one dead letter); the same graph in both modes gives the same alerts; the comparison an
+// approver reads; the early-promotion reason; promotion and rollback (approved, and in an
+// emergency) as routing switches of that job at a checkpoint boundary, audited with the checkpoint.
+// (Exactly-once across a switch under load: apps/runner/src/job/promotion-switch.int.test.ts.)
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,13 +51,13 @@ function payments(): string[] {
   return lines;
 }
 
-function rule(name: string, threshold: number) {
+function rule(name: string, threshold: number, input = PAYMENTS) {
   return {
     format: PIPELINE_FORMAT,
     name,
     settings: { checkpointIntervalMs: 300, parallelism: 1 },
     nodes: [
-      { id: "payments", type: "source.kafka", params: { topic: PAYMENTS, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
+      { id: "payments", type: "source.kafka", params: { topic: input, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
       { id: "byCard", type: "keyBy", params: { field: "cardId" } },
       { id: "velocity", type: "velocity", params: { threshold, windowMs: "10m", idField: "txId" } },
       { id: "alerts", type: "sink.kafka", params: { topic: ENFORCEMENT, deliveryGuarantee: "exactly-once" } },
@@ -131,18 +133,34 @@ async function eventually<T>(check: () => Promise<T | undefined>, what: string, 
   }
 }
 
+type RunnerJob = { status: string; failure?: string; sources: Record<string, { lag: Record<string, number> }>; lastCheckpoint: { id: number } | null; routing?: { modes: Record<string, string> } };
+
+async function runnerJob(jobId: string | null): Promise<RunnerJob> {
+  return (await (await fetch(`${service.url}/jobs/${jobId}`)).json()) as RunnerJob;
+}
+
 /**
- * Waits for the deployment's runner job to finish (bounded input), failing on a failed job. A restart
- * is the runner's own recovery (e.g. a fresh broker's group coordinator still loading when the job
- * joins): the job resumes from its checkpoint, and the exactly-once sinks keep the counts below exact.
+ * Waits until the rule job has read its input to the end and committed two more checkpoints, so the
+ * topics hold all its output. A restart is the runner's own recovery (e.g. a fresh broker's group
+ * coordinator still loading when the job joins): the job resumes from its checkpoint, and the
+ * exactly-once sinks keep the counts below exact.
  */
-async function finished(deployment: Deployment): Promise<void> {
-  await eventually(async () => {
-    const res = await fetch(`${service.url}/jobs/${deployment.runnerJobId}`);
-    const job = (await res.json()) as { status: string; failure?: string };
+async function caughtUp(deployment: Deployment): Promise<void> {
+  const at = await eventually(async () => {
+    const job = await runnerJob(deployment.runnerJobId);
     if (job.status === "failed") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog}`);
-    return job.status === "finished" ? true : undefined;
-  }, `deployment ${deployment.id} (${deployment.mode}) to finish`);
+    const lag = Object.values(job.sources.payments?.lag ?? {});
+    return lag.length > 0 && lag.every((n) => n === 0) ? (job.lastCheckpoint?.id ?? 0) : undefined;
+  }, `deployment ${deployment.id} (${deployment.mode}) to read its input`);
+  await eventually(async () => (((await runnerJob(deployment.runnerJobId)).lastCheckpoint?.id ?? 0) >= at + 2 ? true : undefined), "two more checkpoints");
+}
+
+/** The stream below into a new topic (the versions read it once they all run). */
+async function produce(topic: string): Promise<void> {
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  await producer.send({ topic, acks: -1, messages: payments().map((value) => ({ partition: 0, value })) });
+  await producer.disconnect();
 }
 
 /** Every committed message of `topic` up to its current end (read_committed), as parsed values. */
@@ -225,11 +243,8 @@ beforeAll(async () => {
 
   admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: PAYMENTS, numPartitions: 1 }], waitForLeaders: true });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
-  await producer.send({ topic: PAYMENTS, acks: -1, messages: payments().map((value) => ({ partition: 0, value })) });
-  await producer.disconnect();
+  // Empty until the versions run (a job waits for its input topic to exist before it runs).
+  await admin.createTopics({ topics: [PAYMENTS, `sh-${run}-a-payments`].map((topic) => ({ topic, numPartitions: 1 })), waitForLeaders: true });
 }, 180_000);
 
 afterAll(async () => {
@@ -246,13 +261,14 @@ afterAll(async () => {
   await db?.close();
 });
 
-describe("shadow beside enforcement on the real broker", () => {
+describe("shadow beside enforcement on the real broker, as branches of one rule job", () => {
   const B = `sh-${run}-b`;
   let b: { pipelineId: string; versionIds: string[] };
   let enforcingV1: Deployment;
   let shadowV2: Deployment;
+  const fraudBursts = Array.from({ length: 20 }, (_, k) => `f${k}-3`).sort();
 
-  it("runs version 1 enforcing and version 2 in shadow at once on one topic: the shadow writes only <rule>.shadow, nothing collides", async () => {
+  it("runs version 1 enforcing and version 2 in shadow in one job over one topic: the shadow writes only <rule>.shadow, tagged with its version", async () => {
     b = await pipelineWithVersions(B, [4]);
     const [v1] = b.versionIds as [string];
     const early = await call("mutation", "promotion.request", { versionId: v1, reason: "" }, "ada");
@@ -260,52 +276,59 @@ describe("shadow beside enforcement on the real broker", () => {
     expect(early.error?.message).toMatch(/in shadow 0\.0 days \(never deployed in shadow\), under the policy's 14: promoting it earlier needs a written reason/);
     await approve(v1);
     enforcingV1 = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "enforcing", reason: "v1 enforces" }, "pat");
-    // Version 2 (threshold 3) is saved while v1 runs (which voids v1's approval: it was for another graph) and goes to shadow.
+    expect(enforcingV1.runnerJobId).toMatch(/^rule-/);
+    // Version 2 (threshold 3) is saved while v1 runs (which voids v1's approval: it was for another
+    // graph) and joins the running job in shadow (through a savepoint: v1 keeps its state).
     const saved = await ok<{ version: { id: string } }>("mutation", "pipeline.saveVersion", { pipelineId: b.pipelineId, graph: rule(B, 3), message: "threshold 3" }, "ada");
     const v2 = saved.version.id;
     b.versionIds.push(v2);
     shadowV2 = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v2, mode: "shadow" }, "ada");
     expect([enforcingV1.status, shadowV2.status]).toEqual(["running", "running"]);
-    await Promise.all([finished(enforcingV1), finished(shadowV2)]);
+    expect(shadowV2.runnerJobId).toBe(enforcingV1.runnerJobId);
+    expect((await runnerJob(enforcingV1.runnerJobId)).routing?.modes).toEqual({ "1": "enforcing", "2": "shadow" });
+    // The input arrives once both versions run.
+    await produce(PAYMENTS);
+    await caughtUp(enforcingV1);
 
     const enforced = await readCommitted(ENFORCEMENT);
     const shadow = await readCommitted(`${B}.shadow`);
     // Threshold 4 (enforcing): each fraud burst's 4th payment, exactly once. Threshold 3 (shadow): 50 alerts, none of them in the enforcement topic.
-    expect(enforced.map(txIdOf).sort()).toEqual(Array.from({ length: 20 }, (_, k) => `f${k}-3`).sort());
+    expect(enforced.map(txIdOf).sort()).toEqual(fraudBursts);
     expect(shadow.map(txIdOf).sort()).toEqual([...Array.from({ length: 20 }, (_, k) => [`f${k}-2`, `f${k}-3`]).flat(), ...Array.from({ length: 10 }, (_, k) => `b${20 + k}-2`)].sort());
-    // Each version's dead letters (the line that is not JSON) in a topic of its own, once each (they
-    // share the exactly-once sinks' transactions).
+    expect(new Set(enforced.map((a) => a.ruleVersion))).toEqual(new Set([1]));
+    expect(new Set(shadow.map((a) => a.ruleVersion))).toEqual(new Set([2]));
+    // The input is read once for both versions: the line that is not JSON is one dead letter.
     expect(await readCommittedText(`${B}.dlq`)).toEqual(["this line is not JSON"]);
-    expect(await readCommittedText(`${B}.dlq.shadow`)).toEqual(["this line is not JSON"]);
-    // Own checkpoint folders, own consumer groups (committed offsets at the end of the input for each).
-    for (const d of [enforcingV1, shadowV2]) {
-      expect(existsSync(path.join(dir, "checkpoints", d.id))).toBe(true);
-      const offsets = await admin.fetchOffsets({ groupId: `keyflow.${d.id}.payments`, topics: [PAYMENTS] });
-      expect(Number(offsets[0]?.partitions[0]?.offset)).toBeGreaterThan(2_000);
-    }
+    expect(await topicExists(`${B}.dlq.shadow`)).toBe(false);
+    // One checkpoint folder and one consumer group for the rule job (committed offsets past the input).
+    expect(existsSync(path.join(dir, "checkpoints", enforcingV1.runnerJobId ?? ""))).toBe(true);
+    const offsets = await admin.fetchOffsets({ groupId: `keyflow.${enforcingV1.runnerJobId}.payments`, topics: [PAYMENTS] });
+    expect(Number(offsets[0]?.partitions[0]?.offset)).toBeGreaterThan(2_000);
     expect(await topicExists(`${B}.shadow.alerts`)).toBe(false);
   });
 
-  it("one version in both modes makes the same decisions: the same alerts by record id, with the same evidence", async () => {
+  it("one graph in both modes makes the same decisions: the same alerts by record id, with the same evidence", async () => {
     const A = `sh-${run}-a`;
-    const a = await pipelineWithVersions(A, [4]);
-    const [v1] = a.versionIds as [string];
-    const enforcementBefore = (await readCommitted(ENFORCEMENT)).length;
+    const input = `${A}-payments`;
+    const created = await ok<{ id: string }>("mutation", "pipeline.create", { name: A, graph: rule(A, 4, input) }, "ada");
+    const v1 = (await ok<{ version: { id: string } }>("mutation", "pipeline.saveVersion", { pipelineId: created.id, graph: rule(A, 4, input), message: "threshold 4" }, "ada")).version.id;
     await approve(v1);
-    const [enforcing, shadow] = await Promise.all([
-      ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "enforcing", reason: "same version, both modes" }, "pat"),
-      ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "shadow" }, "ada"),
-    ]);
-    await Promise.all([finished(enforcing), finished(shadow)]);
+    const enforcing = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "enforcing", reason: "same graph, both modes" }, "pat");
+    // Version 2: the same graph (a description apart), in shadow beside it.
+    const v2 = (await ok<{ version: { id: string } }>("mutation", "pipeline.saveVersion", { pipelineId: created.id, graph: { ...rule(A, 4, input), description: "the same rule again" }, message: "same graph" }, "ada")).version.id;
+    const shadow = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v2, mode: "shadow" }, "ada");
+    expect(shadow.runnerJobId).toBe(enforcing.runnerJobId);
+    const enforcementBefore = (await readCommitted(ENFORCEMENT)).length;
+    await produce(input);
+    await caughtUp(enforcing);
     const shadowAlerts = await readCommitted(`${A}.shadow`);
     const enforcedNow = await readCommitted(ENFORCEMENT);
-    // The enforcing run added its 20 alerts to the shared enforcement topic; the shadow run none.
+    // The enforcing branch added its 20 alerts to the shared enforcement topic; the shadow branch none.
     expect(enforcedNow.length - enforcementBefore).toBe(20);
-    const canonical = (alerts: Record<string, unknown>[]) => alerts.map((x) => JSON.stringify(x)).sort();
-    const enforcedByA = enforcedNow.slice(enforcementBefore);
-    expect(canonical(shadowAlerts)).toEqual(canonical(enforcedByA));
+    const canonical = (alerts: Record<string, unknown>[]) => alerts.map(({ ruleVersion: _v, ...x }) => JSON.stringify(x)).sort();
+    expect(canonical(shadowAlerts)).toEqual(canonical(enforcedNow.slice(enforcementBefore)));
 
-    const same = await ok<Comparison>("query", "comparison.compare", { pipelineId: a.pipelineId, newVersionId: v1, oldVersionId: v1 }, "ada");
+    const same = await ok<Comparison>("query", "comparison.compare", { pipelineId: created.id, newVersionId: v2, oldVersionId: v1 }, "ada");
     // The enforcement topic also holds rule B's v1 alerts: the same record ids, so they match too.
     expect(same.stats.counts).toMatchObject({ both: 20, onlyNew: 0, onlyOld: 0 });
   });
@@ -329,8 +352,8 @@ describe("shadow beside enforcement on the real broker", () => {
     expect(result.unreadable.count).toBe(0);
   });
 
-  it("asks for a written reason to promote before the policy's days in shadow, and audits it", async () => {
-    const [, v2] = b.versionIds as [string, string];
+  it("asks for a written reason to promote before the policy's days in shadow; the promotion switches the job's branches at one checkpoint, audited", async () => {
+    const [v1, v2] = b.versionIds as [string, string];
     const status = await ok<{ policyDays: number; versions: { number: number; days: number; early: boolean; since: Date | null }[] }>("query", "promotion.status", { pipelineId: b.pipelineId }, "pat");
     expect(status.policyDays).toBe(14);
     expect(status.versions.find((v) => v.number === 2)).toMatchObject({ early: true });
@@ -340,9 +363,22 @@ describe("shadow beside enforcement on the real broker", () => {
     const asked = await ok<{ id: string }>("mutation", "promotion.request", { versionId: v2, reason: "chargebacks are rising on this pattern" }, "ada");
     const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "request", subjectId: asked.id } });
     expect(event).toMatchObject({ actor: "ada@bank.test", reason: "chargebacks are rising on this pattern", details: { number: 2, policyDays: 14, early: true } });
+    // The approver's bundle: version 2's state fits the running job's newest checkpoint.
+    const compat = await ok<{ ruleJobId: string; compatible: boolean; problems: string[]; checkpoint: string }>("query", "promotion.compat", { versionId: v2 }, "pat");
+    expect(compat).toMatchObject({ ruleJobId: enforcingV1.runnerJobId, compatible: true, problems: [] });
     await ok("mutation", "promotion.approve", { requestId: asked.id, comment: "precision 0.8 is acceptable" }, "pat");
     const promoted = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v2, mode: "enforcing", reason: `promotion ${asked.id}` }, "pat");
-    await finished(promoted);
+    expect(promoted).toMatchObject({ versionId: v2, mode: "enforcing", status: "running", runnerJobId: enforcingV1.runnerJobId });
+    expect((await runnerJob(promoted.runnerJobId)).routing?.modes).toEqual({ "1": "shadow", "2": "enforcing" });
+    // The rows: v2's shadow and v1's enforcing rows closed at the switch, v1 in shadow now.
+    expect(await db.prisma.deployment.findUniqueOrThrow({ where: { id: shadowV2.id } })).toMatchObject({ status: "stopped" });
+    expect(await db.prisma.deployment.findUniqueOrThrow({ where: { id: enforcingV1.id } })).toMatchObject({ status: "stopped" });
+    expect(await db.prisma.deployment.count({ where: { pipelineId: b.pipelineId, versionId: v1, mode: "shadow", status: "running" } })).toBe(1);
+    const audited = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "promote", subjectId: promoted.id } });
+    const details = audited.details as { switch: { checkpointId: number; sources: { payments: { next: Record<string, string> } }; before: unknown; after: unknown } };
+    expect(details.switch).toMatchObject({ before: { "1": "enforcing", "2": "shadow" }, after: { "1": "shadow", "2": "enforcing" } });
+    expect(details.switch.checkpointId).toBeGreaterThan(0);
+    expect(Number(details.switch.sources.payments.next["0"])).toBeGreaterThan(2_000);
   });
 
   it("rolls back to version 1 with an approved request for its graph; refuses it without one, and refuses analysts", async () => {
@@ -359,30 +395,36 @@ describe("shadow beside enforcement on the real broker", () => {
     const before = await db.prisma.deployment.findMany({ where: { pipelineId: b.pipelineId, mode: "enforcing", status: "running", versionId: v2 }, select: { id: true } });
     expect(before).toHaveLength(1);
     const rolled = await ok<{ deployment: Deployment; stopped: { deploymentId: string }[]; promotionId: string | null }>("mutation", "promotion.rollback", { pipelineId: b.pipelineId, reason: "v2 blocks too many good customers" }, "pat");
-    expect(rolled.deployment).toMatchObject({ versionId: v1, mode: "enforcing", status: "running" });
+    expect(rolled.deployment).toMatchObject({ versionId: v1, mode: "enforcing", status: "running", runnerJobId: enforcingV1.runnerJobId });
     expect(rolled.promotionId).toBe(asked.id);
     expect(rolled.stopped.map((s) => s.deploymentId)).toEqual(before.map((d) => d.id));
     expect(await db.prisma.deployment.count({ where: { pipelineId: b.pipelineId, mode: "enforcing", status: "running", versionId: v2 } })).toBe(0);
+    expect((await runnerJob(rolled.deployment.runnerJobId)).routing?.modes).toEqual({ "1": "enforcing", "2": "shadow" });
     const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "rollback", subjectId: rolled.deployment.id } });
-    expect(event).toMatchObject({ actor: "pat@bank.test", reason: "v2 blocks too many good customers", details: { emergency: false, promotionId: asked.id, to: { versionId: v1, number: 1 }, from: [{ versionId: v2, number: 2 }] } });
-    await finished(rolled.deployment);
+    expect(event).toMatchObject({
+      actor: "pat@bank.test",
+      reason: "v2 blocks too many good customers",
+      details: { emergency: false, promotionId: asked.id, to: { versionId: v1, number: 1 }, from: [{ versionId: v2, number: 2 }], switch: { before: { "1": "shadow", "2": "enforcing" }, after: { "1": "enforcing", "2": "shadow" } } },
+    });
   });
 
-  it("rolls back in an emergency without a request, only with a written reason, and records it", async () => {
+  it("rolls back in an emergency without a request, only with a written reason, and records it; the enforcement topic holds each alert once", async () => {
     const [v1, v2] = b.versionIds as [string, string];
     // Now v1 enforces again; the previous enforcing version is v2 (its approval is still there, but the emergency path does not look).
     const short = await call("mutation", "promotion.rollback", { pipelineId: b.pipelineId, emergency: true, reason: "now" }, "sam");
     expect(short.error?.message).toMatch(/emergency rollback needs a written reason/);
-    const rolled = await ok<{ deployment: Deployment; promotionId: string | null }>("mutation", "promotion.rollback", { pipelineId: b.pipelineId, emergency: true, reason: "v1 misses an attack under way; v2 catches it" }, "sam");
+    const rolled = await ok<{ deployment: Deployment; promotionId: string | null }>("mutation", "promotion.rollback", { pipelineId: b.pipelineId, emergency: true, reason: "v1 misses an attack under way; v2 catches it", current: "stopped" }, "sam");
     expect(rolled.deployment).toMatchObject({ versionId: v2, mode: "enforcing" });
     expect(rolled.promotionId).toBeNull();
     const event = await db.prisma.auditEvent.findFirstOrThrow({ where: { action: "rollback", subjectId: rolled.deployment.id } });
-    expect(event).toMatchObject({ actor: "sam@bank.test", reason: "v1 misses an attack under way; v2 catches it", details: { emergency: true, promotionId: null, to: { versionId: v2, number: 2 } } });
-    // Every version-1 deployment still recorded as enforcing stops (the rollback's and the first one, whose bounded job ended).
+    expect(event).toMatchObject({ actor: "sam@bank.test", reason: "v1 misses an attack under way; v2 catches it", details: { emergency: true, promotionId: null, to: { versionId: v2, number: 2 }, switch: { after: { "1": "stopped", "2": "enforcing" } } } });
     const from = (event.details as { from: { versionId: string }[] }).from;
     expect(from.length).toBeGreaterThanOrEqual(1);
     expect(from.every((d) => d.versionId === v1)).toBe(true);
-    expect(await db.prisma.deployment.count({ where: { pipelineId: b.pipelineId, mode: "enforcing", status: "running", versionId: v1 } })).toBe(0);
-    await finished(rolled.deployment);
+    expect(await db.prisma.deployment.count({ where: { pipelineId: b.pipelineId, status: "running", versionId: v1 } })).toBe(0);
+    expect((await runnerJob(rolled.deployment.runnerJobId)).routing?.modes).toEqual({ "1": "stopped", "2": "enforcing" });
+    // Three switches and no input since: the enforcement topic still holds rule B's 20 alerts once each (and rule A's 20).
+    expect((await readCommitted(ENFORCEMENT)).map(txIdOf).sort()).toEqual([...fraudBursts, ...fraudBursts].sort());
+    expect(await readCommitted(`${B}.shadow`)).toHaveLength(50);
   });
 });
