@@ -38,6 +38,7 @@ import { errorMessage } from "../log";
 import type { RecordSource, SourceBatch } from "../io/types";
 import { BatchQueue } from "../job/batch-queue";
 import type { StoredCheckpoint, TaskCheckpointState } from "../job/checkpoints";
+import type { DiskChain } from "../state/chain-files";
 import type { Clock } from "../job/clock";
 import { CreditSender, InputGate, TimeAccount, type GateNext, type TaskTimes } from "./channel";
 import { routeKeySelectors, type ParallelPlan } from "./plan";
@@ -108,6 +109,8 @@ export interface ParallelContext {
   signal: AbortSignal;
   stopRequested(): boolean;
   exchange?: ExchangeOptions;
+  /** settings.stateBackend "disk": where the keyed subtasks' stores live, and where their chain files go (undefined: checkpoints not kept). */
+  disk?: { stateDir: string; sharedDir: string | undefined; suffix: string };
 }
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
@@ -118,7 +121,7 @@ interface PendingCheckpoint {
   t0: number;
   head: Uint8Array;
   positions: Record<string, JsonValue>;
-  acks: Map<number, { state: Uint8Array; alignmentMs: number }>;
+  acks: Map<number, { state: Uint8Array; alignmentMs: number; disk?: DiskChain | undefined }>;
   sinkAligned: boolean;
   allAcked: () => void;
   acked: Promise<void>;
@@ -219,6 +222,19 @@ export class ParallelExecution {
     };
   }
 
+  /** Keyed subtask `i`'s disk store: its own folder, the checkpoint's chains to replay. */
+  private diskInit(i: number): SubtaskInit["disk"] {
+    const d = this.ctx.disk!;
+    const r = this.ctx.restored;
+    return {
+      dir: `${d.stateDir}/keyed-${i}`,
+      sharedDir: d.sharedDir,
+      suffix: d.suffix,
+      restored: r?.dir !== undefined ? { meta: r.meta, dir: r.dir } : undefined,
+      maxParallelism: this.plan.maxParallelism,
+    };
+  }
+
   private startWorkers(parts: ReturnType<ParallelExecution["restoreParts"]>): void {
     const { doc, clock } = this.ctx;
     for (let i = 0; i < this.n; i++) {
@@ -234,6 +250,7 @@ export class ParallelExecution {
         routes: this.plan.routes.map((r) => ({ to: r.to, port: r.port, channel: r.channel })),
         sinkNodes: [...this.plan.sinkNodes],
         restore: parts?.keyed(range),
+        ...(this.ctx.disk ? { disk: this.diskInit(i) } : {}),
         processingTime: clock.now(),
         bufferRecords: this.bufferRecords,
         buffersPerChannel: this.buffersPerChannel,
@@ -292,7 +309,7 @@ export class ParallelExecution {
       case "ack": {
         const p = this.pending;
         if (!p || p.id !== m.id) return; // an aborted checkpoint
-        p.acks.set(i, { state: m.state, alignmentMs: m.alignmentMs });
+        p.acks.set(i, { state: m.state, alignmentMs: m.alignmentMs, disk: m.disk });
         if (p.acks.size === this.n) p.allAcked();
         return;
       }
@@ -596,7 +613,7 @@ export class ParallelExecution {
     for (let i = 0; i < this.n; i++) {
       const a = p.acks.get(i)!;
       const r = this.plan.ranges[i]!;
-      tasks.push({ task: "keyed", subtask: i, keyGroups: [r.start, r.end], state: a.state, alignmentMs: Math.round(a.alignmentMs * 10) / 10 });
+      tasks.push({ task: "keyed", subtask: i, keyGroups: [r.start, r.end], state: a.state, alignmentMs: Math.round(a.alignmentMs * 10) / 10, ...(a.disk ? { disk: a.disk } : {}) });
     }
     tasks.push({ task: "sink", subtask: 0, alignmentMs: Math.round(alignmentMs * 10) / 10 });
     await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions });

@@ -151,9 +151,9 @@ async function main(): Promise<void> {
     }
   }
   clearInterval(metricsTimer);
-  disk?.close();
   time.switchTo("idle");
   post({ type: "finished", report: report() });
+  disk?.close();
   input.close();
   // The output port stays open until the coordinator terminates the worker: credits may still arrive.
 }

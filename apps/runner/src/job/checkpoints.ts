@@ -12,6 +12,8 @@ import { z } from "zod";
 import type { JsonValue } from "@keyflow/operators";
 import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
 import { checkpointGraphSchema } from "./restore-compat";
+import { diskChainSchema, type DiskChain } from "../state/chain-files";
+import { pruneSharedFiles, savepointDiskState } from "../state/disk-checkpoints";
 import { FolderLease } from "./lease";
 import type { Logger } from "../log";
 
@@ -52,9 +54,13 @@ const metaSchema = z.object({
         keyGroups: z.tuple([z.number().int(), z.number().int()]).optional(),
         /** First to last barrier on the task's input channels. */
         alignmentMs: z.number().nonnegative(),
+        /** The task's keyed state in the disk backend's chain files (../state/chain-files.ts). */
+        disk: diskChainSchema.optional(),
       }),
     )
     .optional(),
+  /** A single-threaded job's keyed state in the disk backend's chain files. */
+  disk: diskChainSchema.optional(),
 });
 export type CheckpointMeta = z.infer<typeof metaSchema>;
 
@@ -65,6 +71,8 @@ export interface TaskCheckpointState {
   keyGroups?: [number, number];
   state?: Uint8Array;
   alignmentMs: number;
+  /** The task's disk-backend chain (its state bytes then leave keyed state out). */
+  disk?: DiskChain;
 }
 
 export interface StoredCheckpoint {
@@ -75,6 +83,8 @@ export interface StoredCheckpoint {
   state: Uint8Array | undefined;
   /** Parallel jobs: each task's snapshot. */
   tasks?: Array<TaskCheckpointState & { state: Uint8Array }>;
+  /** The folder it was read from (disk-backend chain files are named relative to it). */
+  dir?: string;
 }
 
 /** The state file of a task in a checkpoint folder. */
@@ -202,6 +212,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     for (const e of all) {
       if (e.id < keepFrom) await fs.rm(e.dir, { recursive: true, force: true });
     }
+    await pruneSharedFiles(this.location, all.filter((e) => e.id >= keepFrom).map((e) => e.dir), all[all.length - 1]?.id ?? 0);
     for (const n of await fs.readdir(this.location)) {
       if (n.startsWith(".chk-") && n.includes(".inprogress-")) await fs.rm(path.join(this.location, n), { recursive: true, force: true });
     }
@@ -227,12 +238,12 @@ export async function readCheckpointFolder(dir: string): Promise<StoredCheckpoin
     for (const t of meta.tasks) {
       if (t.file === undefined) continue;
       const state = new Uint8Array(await fs.readFile(path.join(dir, t.file)));
-      tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}) });
+      tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}), ...(t.disk ? { disk: t.disk } : {}) });
     }
-    return { meta, committed, state: undefined, tasks };
+    return { meta, committed, state: undefined, tasks, dir };
   }
   const state = new Uint8Array(await fs.readFile(path.join(dir, "state.bin")));
-  return { meta, committed, state };
+  return { meta, committed, state, dir };
 }
 
 /**
@@ -248,7 +259,8 @@ export async function writeSavepoint(from: string, root: string, jobId: string):
       if (n === "_metadata.json") continue;
       await writeSynced(path.join(tmp, n), new Uint8Array(await fs.readFile(path.join(from, n))));
     }
-    const meta: CheckpointMeta = { ...source.meta, savepointOf: { jobId, checkpoint: source.meta.id } };
+    // Disk-backend state: each chain compacted into one full file inside the savepoint (self-contained).
+    const meta: CheckpointMeta = { ...savepointDiskState(source.meta, from, tmp), savepointOf: { jobId, checkpoint: source.meta.id } };
     await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
   });
   return path.join(root, base);

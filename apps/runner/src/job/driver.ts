@@ -14,7 +14,7 @@
 // the driver marks it committed before the sinks write anything new. KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, queryKeyState, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, queryKeyState, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -27,8 +27,11 @@ import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
 import { CHECKPOINT_FORMAT, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
 import { checkRestore, graphOf } from "./restore-compat";
+import type { DiskStateStore } from "../state/disk-store";
+import { hasDiskState, materializeDiskState, mergedSnapshot, openDiskStore, SHARED_DIR, stateDirFor } from "../state/disk-checkpoints";
 import { writeFileAtomic } from "../io/file/atomic";
 import path from "node:path";
+import { rmSync } from "node:fs";
 import type { Clock } from "./clock";
 import { pushSourceBatch, type PartitionActivity } from "./push-batch";
 import type { JsonValue } from "@keyflow/operators";
@@ -57,6 +60,8 @@ export interface CheckpointStats {
   id: number;
   /** Processing time when the snapshot was taken. */
   triggeredAt: number;
+  /** Bytes this checkpoint wrote (the disk backend's delta; the whole state on the heap backend). */
+  incrementalBytes?: number;
   completedAt: number;
   durationMs: number;
   stateBytes: number;
@@ -148,6 +153,8 @@ export class JobDriver {
   deadLetterCount = 0;
 
   private job: LocalJob | undefined;
+  /** The disk state backend's store of a single-threaded job (settings.stateBackend "disk"). */
+  private disk: DiskStateStore | undefined;
   /** Set when the job runs as parallel tasks (../exec). */
   private parallel: ParallelExecution | undefined;
   private lastMetrics: Record<string, JobNodeMetrics> = {};
@@ -298,6 +305,9 @@ export class JobDriver {
           signal: this.abort.signal,
           stopRequested: () => this.stopRequested !== undefined,
           ...(this.opts.exchange ? { exchange: this.opts.exchange } : {}),
+          ...(doc.settings.stateBackend === "disk"
+            ? { disk: { stateDir: stateDirFor(this.jobId), sharedDir: checkpoints.location !== undefined ? path.join(checkpoints.location, SHARED_DIR) : undefined, suffix: this.diskSuffix } }
+            : {}),
         });
         const ended = await this.parallel.run();
         this.lastMetrics = this.parallel.metrics();
@@ -357,6 +367,12 @@ export class JobDriver {
       if (check.problems.length > 0) throw new Error(`cannot restore ${what} into pipeline "${this.opts.doc.name}": ${check.problems.join("; ")}`);
       if (check.dropped.length > 0) this.log.warn(`dropping the state of ${check.dropped.map((n) => `"${n}"`).join(", ")} from ${what}: no longer in the pipeline (allowNonRestoredState)`);
     }
+    if (this.opts.doc.settings.stateBackend !== "disk" && hasDiskState(restored.meta) && restored.dir !== undefined) {
+      // Disk-backend state into the heap backend: every entry read back into one heap-format snapshot.
+      const state = materializeDiskState(this.opts.doc, restored.meta, restored.dir, mergedSnapshot(restored.state, restored.tasks));
+      const { tasks: _tasks, disk: _disk, ...meta } = restored.meta;
+      return { meta, committed: restored.committed, state, dir: restored.dir };
+    }
     return restored;
   }
 
@@ -410,7 +426,10 @@ export class JobDriver {
 
   private createJob(restored: StoredCheckpoint | undefined): LocalJob {
     const processingTime = this.opts.clock.now();
-    const services = this.opts.operatorServices ? { operatorServices: this.opts.operatorServices } : {};
+    const services = {
+      ...(this.opts.operatorServices ? { operatorServices: this.opts.operatorServices } : {}),
+      ...this.diskBackend(restored),
+    };
     if (!restored) return LocalJob.create(this.opts.doc, { processingTime, ...services });
     if (restored.meta.pipeline.digest !== this.digest) {
       this.log.warn(`the pipeline changed since checkpoint ${restored.meta.id}; restoring state by node id`);
@@ -418,6 +437,15 @@ export class JobDriver {
     // A checkpoint of a parallel job: its task snapshots merged into one (every key group).
     const state = restored.state ?? mergeJobSnapshots((restored.tasks ?? []).map((t) => ({ bytes: t.state, primary: true })));
     return LocalJob.restore(this.opts.doc, state, { processingTime, ...services });
+  }
+
+  /** settings.stateBackend "disk": this job's store (restored state replayed into it) as the operators' backend. */
+  private diskBackend(restored: StoredCheckpoint | undefined): Pick<LocalJobOptions, "stateBackend"> {
+    if (this.opts.doc.settings.stateBackend !== "disk") return {};
+    const restoredAt = restored?.dir !== undefined ? { meta: restored.meta, dir: restored.dir } : undefined;
+    const store = openDiskStore({ dir: path.join(stateDirFor(this.jobId), "job"), label: "job", restored: restoredAt, maxParallelism: this.opts.doc.settings.maxParallelism });
+    this.disk = store;
+    return { stateBackend: (id) => store.backendFor(id) };
   }
 
   /** The parallel plan when settings.parallelism > 1 and the graph has a keyed part; otherwise undefined (with a log line why). */
@@ -537,8 +565,13 @@ export class JobDriver {
     const started = this.opts.clock.now();
     const t0 = performance.now();
     const id = this.nextCheckpointId++;
-    const state = job.snapshot();
-    await this.commitCheckpoint(id, started, t0, state, Object.fromEntries(this.positions), {});
+    const disk = this.disk;
+    if (!disk) return this.commitCheckpoint(id, started, t0, job.snapshot(), Object.fromEntries(this.positions), {});
+    // Disk backend: the snapshot leaves keyed state out; the store writes its delta (or a full dump).
+    const state = disk.referenceSnapshots(() => job.snapshot());
+    const location = this.opts.checkpoints.location;
+    const chain = location !== undefined ? disk.writeCheckpoint(id, path.join(location, SHARED_DIR), `../${SHARED_DIR}`, this.diskSuffix) : undefined;
+    await this.commitCheckpoint(id, started, t0, state, Object.fromEntries(this.positions), chain ? { disk: chain } : {});
   }
 
   /** Every task of a parallel job acknowledged checkpoint `c.id` and the sink task aligned it: commit it. */
@@ -550,6 +583,7 @@ export class JobDriver {
       bytes: t.state?.byteLength ?? 0,
       ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}),
       alignmentMs: t.alignmentMs,
+      ...(t.disk ? { disk: t.disk } : {}),
     }));
     return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks });
   }
@@ -561,7 +595,7 @@ export class JobDriver {
     t0: number,
     state: Uint8Array | TaskCheckpointState[],
     sources: Record<string, JsonValue>,
-    extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks">,
+    extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">,
   ): Promise<void> {
     try {
       await this.twoPhaseCommit(id, started, t0, state, sources, extra);
@@ -579,7 +613,11 @@ export class JobDriver {
 
   private async twoPhaseCommit(...[id, started, t0, state, sources, extra]: Parameters<JobDriver["commitCheckpoint"]>): Promise<void> {
     const { checkpoints, clock } = this.opts;
-    const stateBytes = state instanceof Uint8Array ? state.byteLength : state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0);
+    const snapshotBytes = state instanceof Uint8Array ? state.byteLength : state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0);
+    // Disk-backend chains: the whole state a restore reads, and what this checkpoint added to it.
+    const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
+    const stateBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.reduce((m, f) => m + f.bytes, 0), 0);
+    const incrementalBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.filter((f) => f.checkpoint === id).reduce((m, f) => m + f.bytes, 0), 0);
     const sinkList = [...this.sinks.values()];
     const prepared = await Promise.all(sinkList.map((s) => s.prepareCommit(id)));
     const deadLetters = await this.requireDeadLetters().prepareCommit(id);
@@ -618,6 +656,7 @@ export class JobDriver {
     const stats: CheckpointStats = {
       id,
       triggeredAt: started,
+      incrementalBytes,
       completedAt: clock.now(),
       durationMs: Math.round((performance.now() - t0) * 10) / 10,
       stateBytes,
@@ -641,6 +680,9 @@ export class JobDriver {
     this.opts.onCheckpoint?.(stats, sources);
   }
 
+  /** Names this run's chain files apart from another run's of the same checkpoint id. */
+  private readonly diskSuffix = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
   private async closeAll(): Promise<void> {
     for (const w of this.savepointWaiters.splice(0)) w.reject(new Error(`job "${this.jobId}" ended before its savepoint's checkpoint completed`));
     this.abort.abort(new Error(this.stopRequested ?? "job ended"));
@@ -659,6 +701,8 @@ export class JobDriver {
     } catch (err) {
       this.log.warn(errorMessage(err));
     }
+    this.disk?.close();
+    if (this.opts.doc.settings.stateBackend === "disk") rmSync(stateDirFor(this.jobId), { recursive: true, force: true });
   }
 
   summary(): JobSummary {

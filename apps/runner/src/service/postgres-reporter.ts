@@ -64,6 +64,7 @@ export class PostgresJobReporter implements JobEvents {
         triggeredAt: new Date(stats.triggeredAt),
         durationMs: Math.round(stats.durationMs),
         sizeBytes: BigInt(stats.stateBytes),
+        incrementalSizeBytes: stats.incrementalBytes !== undefined ? BigInt(stats.incrementalBytes) : null,
         alignmentMs: Math.round(stats.alignmentMs),
         acks: { tasks: stats.acks.map((a) => ({ ...a })) },
         path: stats.path ?? null,

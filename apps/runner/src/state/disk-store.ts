@@ -166,7 +166,9 @@ export class DiskStateStore {
       for (const [k, s] of this.cache) {
         if (!s.dirty) continue;
         if (s.v === undefined) {
-          if (s.inDb) this.data.removeSync(k);
+          s.dirty = false;
+          if (!s.inDb) continue; // written and deleted since the last flush: nothing changed here
+          this.data.removeSync(k);
           s.table.bytes -= s.storedBytes;
           s.storedBytes = 0;
           s.inDb = false;
@@ -231,7 +233,8 @@ export class DiskStateStore {
     if (prefixes.length === 1) return this.counts.get(prefixes[0]!)?.size ?? 0;
     const id = prefixes.join("|");
     const cached = this.distinctCache.get(id);
-    if (cached && performance.now() - cached.at < DISTINCT_KEYS_MS) return cached.n;
+    if (cached && (this.closed || performance.now() - cached.at < DISTINCT_KEYS_MS)) return cached.n;
+    if (this.closed) return 0;
     const n = this.scanDistinct(prefixes);
     this.distinctCache.set(id, { n, at: performance.now() });
     return n;
@@ -262,7 +265,10 @@ export class DiskStateStore {
    */
   writeCheckpoint(id: number, sharedDir: string, relDir: string, suffix: string): DiskChain {
     this.flush();
-    const full = this.chain === undefined || this.chain.files.length - 1 >= this.maxDeltas || this.deltaBytes > (this.chain.files[0]?.bytes ?? 0);
+    // A full dump when the chain is long, or when its deltas already outweigh the state itself.
+    let stateBytes = 0;
+    for (const c of this.counts.values()) stateBytes += c.bytes;
+    const full = this.chain === undefined || this.chain.files.length - 1 >= this.maxDeltas || this.deltaBytes > stateBytes;
     const name = `${this.opts.label}-${String(id).padStart(10, "0")}-${suffix}.${full ? "full" : "delta"}`;
     const file = path.join(sharedDir, name);
     mkdirSync(sharedDir, { recursive: true });
