@@ -242,6 +242,7 @@ export class OperatorHost {
     this.operator = spec.create(opts.params, { ...opts.services, nodeId, connectedOutputs: connected });
     if (opts.restoreFrom) this.restore(opts.restoreFrom, opts.keyGroupRange);
     this.operator.open?.(this.ctx);
+    if (opts.restoreFrom) this.dropImpliedTimers();
   }
 
   get watermark(): number {
@@ -446,12 +447,34 @@ export class OperatorHost {
       channelIdle: [...this.channelIdle],
       processingTime: this.ctx.processingTime,
       state: this.backend.snapshot(this.maxParallelism),
-      eventTimers: this.eventTimers.snapshot(),
+      eventTimers: this.eventTimerSnapshot(),
       processingTimers: this.processingTimers.snapshot(),
       operator: this.operator.snapshotState?.() ?? null,
       counters: { recordsIn: this.recordsIn, recordsOut: this.recordsOut, late: this.late },
     };
     return encodeSnapshot(snap);
+  }
+
+  /** The queue's event-time timers and those implied by adopted tables, in the queue's order. */
+  private eventTimerSnapshot(): TimerTuple[] {
+    const timers = this.eventTimers.snapshot();
+    let implied = false;
+    for (const t of this.backend.tables() as readonly AdoptedTable[]) {
+      const more = t.impliedTimers?.();
+      if (more === undefined || more.length === 0) continue;
+      for (const x of more) timers.push(x);
+      implied = true;
+    }
+    if (implied) timers.sort(compareTimerTuples);
+    return timers;
+  }
+
+  /** Restored timers of namespaces an adopted table schedules itself (see AdoptedTable.impliedTimers). */
+  private dropImpliedTimers(): void {
+    const namespaces = new Set<string>();
+    for (const t of this.backend.tables() as readonly AdoptedTable[]) for (const ns of t.impliedTimerNamespaces ?? []) namespaces.add(ns);
+    if (namespaces.size === 0) return;
+    this.eventTimers.restore(this.eventTimers.snapshot().filter(([, ns]) => !namespaces.has(ns)));
   }
 
   private restore(bytes: Uint8Array, range: KeyGroupRange | undefined): void {
@@ -488,6 +511,10 @@ export class OperatorHost {
     this.operator.close?.();
   }
 }
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+/** TimerQueue.snapshot's order: time, then key, then namespace. */
+const compareTimerTuples = (a: TimerTuple, b: TimerTuple): number => a[0] - b[0] || compareStrings(a[2], b[2]) || compareStrings(a[1], b[1]);
 
 function sameTtl(a: StateTtlConfig | undefined, b: StateTtlConfig | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;

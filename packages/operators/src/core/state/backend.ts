@@ -72,6 +72,15 @@ export interface AdoptedTable extends StateTable<unknown> {
   load(entries: ReadonlyArray<readonly [Key, unknown]>): void;
   /** The heap bytes of the whole table when the table knows them better than a per-entry estimate. */
   estimatedBytes?(): number;
+  /**
+   * The event-time timers ([time, namespace, key]) the operator's handle storage would hold for
+   * this state, written into snapshots beside the real ones: a checkpoint taken on the heap then
+   * restores exactly on a backend without adoption (and back: the host drops timers of these
+   * namespaces from its queue when the table is adopted after a restore, since the table itself
+   * schedules that work).
+   */
+  impliedTimers?(): Array<[number, string, Key]>;
+  readonly impliedTimerNamespaces?: readonly string[];
 }
 
 class HeapStateTable<V> implements StateTable<V> {

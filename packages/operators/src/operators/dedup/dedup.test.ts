@@ -184,6 +184,18 @@ describe("dedup: heap storage and handle storage", () => {
     );
   });
 
+  it("a snapshot taken on either storage restores on the other at any record", () => {
+    fc.assert(
+      fc.property(fc.oneof(eventsArb, lateArb), ttlArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, ttlMs, jitters, at, heapFirst) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const params = { field: "eventId", ttlMs };
+        const [a, b] = heapFirst ? [unkeyed, serializing] : [serializing, unkeyed];
+        expect(runWithRestore(dedupSpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(run(dedupSpec, params, arrivals, BOUND, unkeyed));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
   for (const [name, opts] of [["heap", unkeyed], ["handles", serializing]] as const) {
     it(`${name}: an id that passes when the watermark is past its expiry is held until the next advance`, () => {
       const h = OperatorTestHarness.forSpec(dedupSpec, { field: "id", ttlMs: 100 }, opts);

@@ -93,7 +93,11 @@ export class SlotDedupStore implements DedupStore {
   open(ctx: RuntimeContext): void {
     const adopt = ctx.adoptState;
     if (adopt === undefined) throw new Error("SlotDedupStore needs a backend that adopts tables");
-    adopt(new SlotTableView(PASSED_AT, "value", this.slots, (s) => (this.alive(s) ? this.rows[s * STRIDE + PASSED] : undefined), (entries) => this.load(entries, PASSED), () => this.slots.bytes() + this.rows.byteLength));
+    const passed = new SlotTableView(PASSED_AT, "value", this.slots, (s) => (this.alive(s) ? this.rows[s * STRIDE + PASSED] : undefined), (entries) => this.load(entries, PASSED), () => this.slots.bytes() + this.rows.byteLength);
+    // Snapshots carry the expiry timer the handle storage would hold per id, so they restore on any backend.
+    passed.impliedTimers = () => [...passed.entries()].map(([key, at]): [number, string, Key] => [(at as number) + this.ttlMs, EXPIRY_TIMER, key]);
+    passed.impliedTimerNamespaces = [EXPIRY_TIMER];
+    adopt(passed);
     adopt(new SlotTableView(DUPLICATES, "value", this.slots, (s) => (this.alive(s) && (this.rows[s * STRIDE + DUPS] as number) > 0 ? this.rows[s * STRIDE + DUPS] : undefined), (entries) => this.load(entries, DUPS)));
   }
 

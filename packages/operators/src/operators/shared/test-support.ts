@@ -75,12 +75,14 @@ export function runWithRestore<P extends z.ZodType>(
   bound: number,
   at: number,
   opts: HarnessOptions = { keyed: true },
+  /** Options of the restored harness, e.g. another backend (default: opts). */
+  restoreOpts: HarnessOptions = opts,
 ): HarnessOutput[] {
   const first = OperatorTestHarness.forSpec(spec, params, opts);
   const cut = Math.min(Math.max(0, at), events.length);
   feed(first, events.slice(0, cut), { bound, noEnd: true });
   const bytes = first.snapshot();
-  const second = OperatorTestHarness.restore(spec, params, bytes, opts);
+  const second = OperatorTestHarness.restore(spec, params, bytes, restoreOpts);
   // The restored operator continues with the same source: its max event time includes the prefix.
   feed(second, events, { bound }, cut);
   return [...first.output(), ...second.output()];

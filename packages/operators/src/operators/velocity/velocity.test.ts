@@ -250,6 +250,17 @@ describe("velocity (ordered): heap storage and handle storage", () => {
     );
   });
 
+  it("a snapshot taken on either storage restores on the other at any record", () => {
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, params, jitters, at, heapFirst) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
+        expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(run(velocitySpec, params, arrivals, BOUND, keyed));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
   it("both count live keys and free them the same way", () => {
     const stats = (opts: typeof keyed) => {
       const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 100 }, opts);

@@ -379,6 +379,7 @@ interface PendingAt {
 class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   readonly name = VELOCITY_STATE;
   readonly kind = "value" as const;
+  readonly impliedTimerNamespaces = [RELEASE_TIMER, CLEANUP_TIMER];
   private readonly slots = new KeySlots();
   private windows: Array<KeyWindow | undefined> = [];
   private readonly cleanups: SlotSchedule;
@@ -501,11 +502,10 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     return byKey;
   }
 
-  private stored(key: Key, w: KeyWindow | undefined, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
+  private stored(w: KeyWindow | undefined, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
     const v: KeyWindow = { ts: [...(w?.ts ?? [])], ids: [...(w?.ids ?? [])], pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: w?.cleanupAt ?? null };
     // The TTL stamp: the latest time the handle storage would have written the entry at.
     const last = Math.max(v.ts[v.ts.length - 1] ?? Number.NEGATIVE_INFINITY, ...(p?.ts ?? []));
-    void key;
     return { v, t: last };
   }
 
@@ -513,17 +513,28 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const slot = this.slots.find(key);
     const p = this.pendingByKey().get(key);
     const w = slot >= 0 ? this.windows[slot] : undefined;
-    return w === undefined && p === undefined ? undefined : this.stored(key, w, p);
+    return w === undefined && p === undefined ? undefined : this.stored(w, p);
   }
   *entries(): IterableIterator<[Key, unknown]> {
     const byKey = this.pendingByKey();
     for (const slot of this.slots.slots()) {
       const key = this.slots.keyAt(slot) as Key;
-      yield [key, this.stored(key, this.windows[slot], byKey.get(key))];
+      yield [key, this.stored(this.windows[slot], byKey.get(key))];
       byKey.delete(key);
     }
-    for (const [key, p] of byKey) yield [key, this.stored(key, undefined, p)];
+    for (const [key, p] of byKey) yield [key, this.stored(undefined, p)];
   }
+  /** The handle storage's timers: a release per (key, timestamp) waiting, a cleanup per window. */
+  impliedTimers(): Array<[number, string, Key]> {
+    const timers: Array<[number, string, Key]> = [];
+    for (const [key, stored] of this.entries()) {
+      const v = (stored as TtlEntry<KeyWindow>).v;
+      if (v.cleanupAt !== null) timers.push([v.cleanupAt, CLEANUP_TIMER, key]);
+      for (const ts of new Set(v.pendingTs ?? [])) timers.push([ts, RELEASE_TIMER, key]);
+    }
+    return timers;
+  }
+
   load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
     for (const [key, stored] of entries) {
       const v = (stored as TtlEntry<KeyWindow>).v;
