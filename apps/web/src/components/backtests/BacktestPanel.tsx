@@ -48,23 +48,31 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const [otherTopic, setOtherTopic] = useState("");
   const [otherIdField, setOtherIdField] = useState("txId");
 
-  const bound = (by: Bound, text: string, side: "from" | "to") => {
-    if (by === "whole") return side === "from" ? ({ by: "earliest" } as const) : ({ by: "latest" } as const);
+  /** A typed bound (offsets or an instant), or "whole" for the topic's own start or end. */
+  const part = (by: Exclude<Bound, "whole">, text: string, side: "from" | "to"): { by: "offsets"; offsets: Record<string, number> } | { by: "time"; ts: number } => {
     if (by === "offsets") {
       const offsets = parseOffsets(text);
       if (!offsets) throw new Error(`${side}: offsets are "partition:offset" pairs, e.g. 0:100, 1:250`);
-      return { by: "offsets", offsets } as const;
+      return { by: "offsets", offsets };
     }
     const ts = parseInstant(text);
     if (ts === null) throw new Error(`${side}: an instant is ISO-8601 (2026-12-01T10:00:00Z) or epoch ms`);
-    return { by: "time", ts } as const;
+    return { by: "time", ts };
   };
 
   const submit = () => {
     setProblem(null);
     let range: Range;
     try {
-      range = kind === "file" ? { kind: "file", path: file.trim() } : { kind: "kafka", ...(topic.trim() ? { topic: topic.trim() } : {}), from: bound(fromBy, fromText, "from"), to: bound(toBy, toText, "to") };
+      range =
+        kind === "file"
+          ? { kind: "file", path: file.trim() }
+          : {
+              kind: "kafka",
+              ...(topic.trim() ? { topic: topic.trim() } : {}),
+              from: fromBy === "whole" ? { by: "earliest" } : part(fromBy, fromText, "from"),
+              to: toBy === "whole" ? { by: "latest" } : part(toBy, toText, "to"),
+            };
     } catch (error) {
       setProblem(error instanceof Error ? error.message : String(error));
       return;
