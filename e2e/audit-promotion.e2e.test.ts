@@ -2,8 +2,9 @@
 // promote the newest version with a reason; an approver, signed in in another browser, approves it
 // with a comment; both see the request's state, and the pipeline's audit trail shows both people's
 // actions. A newer version then voids the approval. Then, on the real broker: version 1 enforcing
-// and version 2 in shadow, the approver reads the comparison in the panel, v2 is promoted, and an
-// emergency rollback from the panel returns enforcement to v1, on the audit trail.
+// and version 2 in shadow (branches of one rule job), the approver reads the comparison in the panel,
+// v2 is promoted, and an emergency rollback from the panel returns enforcement to v1 (each a switch
+// of that job at a checkpoint boundary), on the audit trail.
 // Screenshots: e2e/artifacts/promotion-*.png.
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
@@ -107,17 +108,13 @@ describe("a promotion request between two people, on the record", () => {
     for (let i = 0; i < 1_000; i++) records.push({ txId: `t${i}`, cardId: `c${i % 250}`, amount: 10, ts: t0 + i * 2_500, isFraud: false });
     for (let k = 0; k < 30; k++) for (let j = 0; j < (k < 20 ? 4 : 3); j++) records.push({ txId: `x${k}-${j}`, cardId: `x${k}`, amount: 900, ts: t0 + k * 60_000 + 500 + j * 10_000, isFraud: k < 20 });
     records.sort((a, b) => a.ts - b.ts);
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    await producer.send({ topic: payments, acks: -1, messages: records.map((r) => ({ partition: 0, value: JSON.stringify(r) })) });
-    await producer.disconnect();
     const velocity = (threshold: number): PipelineDocumentInput => ({
       format: PIPELINE_FORMAT,
       name: rule2,
       settings: { checkpointIntervalMs: 300 },
       nodes: [
         // The e2e runner has no KAFKA_BROKERS of its own: the source names the brokers, and the sinks use them.
-        { id: "payments", type: "source.kafka", params: { topic: payments, brokers: BROKERS, bounded: true, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 }, position: { x: 0, y: 80 } },
+        { id: "payments", type: "source.kafka", params: { topic: payments, brokers: BROKERS, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 }, position: { x: 0, y: 80 } },
         { id: "byCard", type: "keyBy", params: { field: "cardId" }, position: { x: 240, y: 80 } },
         { id: "velocity", type: "velocity", params: { threshold, windowMs: "10m", idField: "txId" }, position: { x: 480, y: 80 } },
         { id: "alerts", type: "sink.kafka", params: { topic: `${rule2}-enforcement`, deliveryGuarantee: "exactly-once" }, position: { x: 720, y: 80 } },
@@ -130,10 +127,14 @@ describe("a promotion request between two people, on the record", () => {
     });
     const ana = apiClient(app.url, "ana");
     const pat = apiClient(app.url, "pat", "approver");
-    const finished = async (runnerJobId: string | null) =>
-      expect
-        .poll(async () => ((await (await fetch(`${runner.url}/jobs/${runnerJobId}`)).json()) as { status: string }).status, { timeout: 60_000, interval: 250 })
-        .toBe("finished");
+    // v1 and v2 run as branches of one rule job; it has read the whole input once no partition lags and two more checkpoints completed.
+    type Job = { sources: Record<string, { lag: Record<string, number> }>; lastCheckpoint: { id: number } | null };
+    const job = async (runnerJobId: string | null) => (await (await fetch(`${runner.url}/jobs/${runnerJobId}`)).json()) as Job;
+    const caughtUp = async (runnerJobId: string | null) => {
+      await expect.poll(async () => Object.values((await job(runnerJobId)).sources.payments?.lag ?? { none: 1 }).every((n) => n === 0), { timeout: 60_000, interval: 250 }).toBe(true);
+      const at = (await job(runnerJobId)).lastCheckpoint?.id ?? 0;
+      await expect.poll(async () => (await job(runnerJobId)).lastCheckpoint?.id ?? 0, { timeout: 60_000, interval: 250 }).toBeGreaterThanOrEqual(at + 2);
+    };
     const id = (await ana.pipeline.create.mutate({ name: rule2, graph: velocity(4) })).id;
     const v1 = (await ana.pipeline.saveVersion.mutate({ pipelineId: id, graph: velocity(4), message: "threshold 4" })).version.id;
     const asked1 = await ana.promotion.request.mutate({ versionId: v1, reason: "first version of this rule, e2e" });
@@ -141,8 +142,13 @@ describe("a promotion request between two people, on the record", () => {
     const enforcing1 = await pat.deployment.deploy.mutate({ versionId: v1, mode: "enforcing", reason: "v1 enforces" });
     const v2 = (await ana.pipeline.saveVersion.mutate({ pipelineId: id, graph: velocity(3), message: "threshold 3" })).version.id;
     const shadow2 = await ana.deployment.deploy.mutate({ versionId: v2, mode: "shadow" });
-    await finished(enforcing1.runnerJobId);
-    await finished(shadow2.runnerJobId);
+    expect(shadow2.runnerJobId).toBe(enforcing1.runnerJobId);
+    // The input arrives once both versions run.
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    await producer.send({ topic: payments, acks: -1, messages: records.map((r) => ({ partition: 0, value: JSON.stringify(r) })) });
+    await producer.disconnect();
+    await caughtUp(enforcing1.runnerJobId);
 
     await approver.page.goto(`${app.url}/?pipeline=${id}`, { waitUntil: "domcontentloaded" });
     await approver.page.getByTestId("tab-audit").click();

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { JsonValue } from "@keyflow/operators";
 import type { RecordSink, SinkRecord } from "../io/types";
-import { composeRuleJob, RULE_VERSION_FIELD, SHADOW_VERSION_HEADER } from "./rule-job";
+import { composeRuleJob, inVersionTerms, RULE_VERSION_FIELD, SHADOW_VERSION_HEADER } from "./rule-job";
 import { RoutedSink, RuleRouting } from "./routing";
 
 /** Epochs staged until committed, like the exactly-once sinks: `committed` is what a read_committed reader sees. */
@@ -159,5 +159,12 @@ describe("composing a rule job", () => {
       expect(bad.problems.join("\n")).toMatch(/versions 1 and 2 are both enforcing/);
       expect(bad.problems.join("\n")).toMatch(/version 2: error: node "velocity": param "threshold"/);
     }
+  });
+});
+
+describe("a rule job's problems in its versions' terms", () => {
+  it("names the version's own node id and the version", () => {
+    expect(inVersionTerms('node "v1-risk" (velocity) has state in "/sp" but is not in the pipeline')).toBe('node "risk" (velocity) has state in "/sp" but is not in the pipeline (version 1)');
+    expect(inVersionTerms('node "payments": fine')).toBe('node "payments": fine');
   });
 });

@@ -153,3 +153,13 @@ export function composeRuleJob(input: unknown, baseDir: string): ComposeResult {
   if (!checked.ok) return { ok: false, problems: checked.problems };
   return { ok: true, job: { doc: checked.doc, routes, initialModes: new Map(branches.map((b) => [b.version, b.mode])), nodeIds }, warnings };
 }
+
+/** A problem about a rule job's node, in the terms of the version its author edits: `node "v4-velocity"` → `node "velocity" … (version 4)`. */
+export function inVersionTerms(problem: string): string {
+  const versions = new Set<string>();
+  const text = problem.replace(/node "v(\d+)-([A-Za-z][A-Za-z0-9_-]*)"/g, (_m, v: string, id: string) => {
+    versions.add(v);
+    return `node "${id}"`;
+  });
+  return versions.size === 0 ? text : `${text} (version ${[...versions].join(", ")})`;
+}

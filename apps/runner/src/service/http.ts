@@ -19,7 +19,7 @@ import { nodeTaskTimes } from "../ops/task-times";
 import type { SourceFigures } from "../ops/source-partitions";
 import type { OperatorSkew } from "../ops/skew";
 import type { CheckpointProgress, FailedCheckpoint } from "../exec/parallel";
-import { branchModeSchema, composeRuleJob } from "../job/rule-job";
+import { branchModeSchema, composeRuleJob, inVersionTerms } from "../job/rule-job";
 import { RoutingError } from "../job/routing";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
@@ -313,7 +313,7 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         }
         if (restoreFrom !== undefined) {
           const check = await restoreCheck(path.resolve(restoreFrom), doc, allowNonRestoredState ?? false);
-          if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the rule job`, { issues: check.problems });
+          if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline of rule job "${jobId}"`, { issues: check.problems.map(inVersionTerms) });
         }
         let job: ManagedJob;
         try {
@@ -343,7 +343,7 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           }
           try {
             const check = await restoreCheck(from, composed.job.doc, body.data.allowNonRestoredState ?? false);
-            send(res, 200, { checkpoint: from, compatible: check.problems.length === 0, ...check });
+                send(res, 200, { checkpoint: from, compatible: check.problems.length === 0, problems: check.problems.map(inVersionTerms), dropped: check.dropped });
             return;
           } catch (err) {
             if (job === undefined || attempt >= 3 || from === job.lastCheckpointPath) throw err;

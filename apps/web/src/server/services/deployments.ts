@@ -38,8 +38,43 @@ export interface DeployInput {
 
 /** Deploys a version: a branch of its rule's job in shadow or enforcing mode; a job of its own in test mode or with `start`. */
 export async function deployVersion(prisma: PrismaClient, runnerUrl: string, input: DeployInput): Promise<Deployment & { routingSwitch: RoutingSwitch | null }> {
-  if (input.mode === "test" || input.start !== undefined) return { ...(await deploySingleJob(prisma, runnerUrl, input)), routingSwitch: null };
+  if (input.mode === "test") return { ...(await deploySingleJob(prisma, runnerUrl, input)), routingSwitch: null };
+  if (input.start !== undefined) {
+    const restored = await restartRuleJob(prisma, runnerUrl, { ...input, mode: input.mode, start: input.start });
+    return restored ?? { ...(await deploySingleJob(prisma, runnerUrl, input)), routingSwitch: null };
+  }
   return deployBranch(prisma, runnerUrl, { ...input, mode: input.mode });
+}
+
+/**
+ * A restore or rescale of a rule job's branch (the job controls stopped the rule job with a
+ * savepoint): the rule job again, with the branches its live rows list, from that folder. Null when
+ * the version is not a branch of a rule job (a job of its own, from before rule jobs).
+ */
+async function restartRuleJob(prisma: PrismaClient, runnerUrl: string, input: DeployInput & { mode: "shadow" | "enforcing"; start: JobStart }): Promise<(Deployment & { routingSwitch: null }) | null> {
+  const version = await prisma.pipelineVersion.findUnique({ where: { id: input.versionId }, select: { id: true, number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } } });
+  if (!version) throw notFound("version", input.versionId);
+  // The job controls have just closed the version's row: its newest row names the rule job.
+  const last = await prisma.deployment.findFirst({ where: { versionId: version.id, runnerJobId: { startsWith: RULE_JOB_PREFIX } }, orderBy: { createdAt: "desc" }, select: { runnerJobId: true } });
+  const jobId = last?.runnerJobId;
+  if (!jobId) return null;
+  const others = await prisma.deployment.findMany({
+    where: { runnerJobId: jobId, versionId: { not: version.id }, mode: { in: ["shadow", "enforcing"] }, status: { in: ["pending", "running"] } },
+    orderBy: { createdAt: "desc" },
+    select: { id: true, versionId: true, mode: true, version: { select: { number: true, graph: true } } },
+  });
+  const branches = [
+    { deploymentId: "", versionId: version.id, number: version.number, mode: input.mode, graph: version.graph },
+    ...others.map((r) => ({ deploymentId: r.id, versionId: r.versionId, number: r.version.number, mode: r.mode as "shadow" | "enforcing", graph: r.version.graph })),
+  ];
+  const rule = { name: version.pipeline.name, branches: branchSpecs({ branches }) };
+  try {
+    await startRuleJob(runnerUrl, { jobId, rule, ...input.start });
+  } catch (error) {
+    throw ruleJobTrouble(error, `restarting rule job ${jobId}`);
+  }
+  const row = await prisma.deployment.create({ data: { pipelineId: version.pipelineId, versionId: version.id, mode: input.mode, status: "running", runnerJobId: jobId } });
+  return { ...row, routingSwitch: null };
 }
 
 type Deployment = Awaited<ReturnType<PrismaClient["deployment"]["findUniqueOrThrow"]>>;

@@ -10,7 +10,7 @@ import { notFound } from "../errors";
 import { JobControlBusyError, jobControls, type JobControlKind, type JobControlRegistry, type JobControlRun } from "../../live/job-controls";
 import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, savepointJob, stopJob, stopJobWithSavepoint, streamJobMetrics, withRunnerAuth } from "../runner-client";
 import { deployVersion } from "./deployments";
-import { stopRuleBranch } from "./rule-jobs";
+import { branchNodes, jobNodeId, stopRuleBranch } from "./rule-jobs";
 
 async function findDeployment(prisma: PrismaClient, deploymentId: string) {
   const row = await prisma.deployment.findUnique({
@@ -53,8 +53,9 @@ export async function* liveMetrics(prisma: PrismaClient, runnerUrl: string, depl
       for await (const raw of streamJobMetrics(runnerUrl, deployment.runnerJobId, signal)) {
         const snap = runnerSnapshotSchema.safeParse(raw);
         if (!snap.success) continue;
-        yield toLiveMetrics(deploymentId, snap.data, previous);
-        previous = snap.data;
+        const data = { ...snap.data, nodes: branchNodes(deployment.runnerJobId, deployment.version.number, snap.data.nodes) };
+        yield toLiveMetrics(deploymentId, data, previous);
+        previous = data;
         failures = 0;
       }
     } catch (error) {
@@ -140,11 +141,12 @@ const throttleAnswerSchema = z.object({ jobId: z.string(), throttles: z.record(z
  */
 export async function throttleSink(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string; recordsPerSecond: number | null }) {
   const deployment = await findDeployment(prisma, input.deploymentId);
-  const path = `/jobs/${encodeURIComponent(deployment.runnerJobId)}/nodes/${encodeURIComponent(input.nodeId)}/throttle`;
+  const node = await jobNodeId(runnerUrl, deployment.runnerJobId, deployment.version.number, input.nodeId);
+  const path = `/jobs/${encodeURIComponent(deployment.runnerJobId)}/nodes/${encodeURIComponent(node)}/throttle`;
   const json = await runnerJson(runnerUrl, path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ recordsPerSecond: input.recordsPerSecond }) }, input.deploymentId);
   const parsed = throttleAnswerSchema.safeParse(json);
   if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected throttle answer from the runner: ${z.prettifyError(parsed.error)}` });
-  return { deploymentId: input.deploymentId, nodeId: input.nodeId, recordsPerSecond: parsed.data.throttles[input.nodeId] ?? null };
+  return { deploymentId: input.deploymentId, nodeId: input.nodeId, recordsPerSecond: parsed.data.throttles[node] ?? null };
 }
 
 /** A runner call of the operations panels: 404 → NOT_FOUND, 400 → BAD_REQUEST with the runner's reason, other failures → BAD_GATEWAY. */
@@ -197,7 +199,8 @@ const tappedSchema = z.object({
 /** The runner's taps on a node: the last records into it (sinks) and its last dead letters with their reasons. */
 export async function nodeTaps(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string }) {
   const deployment = await findDeployment(prisma, input.deploymentId);
-  const json = await runnerJson(runnerUrl, `/jobs/${encodeURIComponent(deployment.runnerJobId)}/nodes/${encodeURIComponent(input.nodeId)}/taps`, {}, input.deploymentId);
+  const node = await jobNodeId(runnerUrl, deployment.runnerJobId, deployment.version.number, input.nodeId);
+  const json = await runnerJson(runnerUrl, `/jobs/${encodeURIComponent(deployment.runnerJobId)}/nodes/${encodeURIComponent(node)}/taps`, {}, input.deploymentId);
   const parsed = tappedSchema.safeParse(json);
   if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected taps answer from the runner: ${z.prettifyError(parsed.error)}` });
   return parsed.data;
@@ -217,7 +220,7 @@ export const keyStateViewSchema = z.looseObject({
 /** One key's current state and timers in a node, from the runner's queryable state (GET /jobs/:id/state?node=&key=). */
 export async function keyState(prisma: PrismaClient, runnerUrl: string, input: { deploymentId: string; nodeId: string; key: string }) {
   const deployment = await findDeployment(prisma, input.deploymentId);
-  const query = new URLSearchParams({ node: input.nodeId, key: input.key });
+  const query = new URLSearchParams({ node: await jobNodeId(runnerUrl, deployment.runnerJobId, deployment.version.number, input.nodeId), key: input.key });
   const json = await runnerJson(runnerUrl, `/jobs/${encodeURIComponent(deployment.runnerJobId)}/state?${query.toString()}`, {}, input.deploymentId);
   const parsed = keyStateViewSchema.safeParse(json);
   if (!parsed.success) throw new TRPCError({ code: "BAD_GATEWAY", message: `unexpected state answer from the runner: ${z.prettifyError(parsed.error)}` });

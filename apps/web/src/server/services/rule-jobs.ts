@@ -75,7 +75,7 @@ export interface RuleBranchSpec {
   pipeline: unknown;
 }
 
-export function startRuleJob(runnerUrl: string, body: { jobId: string; rule: { name: string; branches: RuleBranchSpec[] }; restoreFrom?: string; allowNonRestoredState?: boolean }): Promise<RuleJobView> {
+export function startRuleJob(runnerUrl: string, body: { jobId: string; rule: { name: string; branches: RuleBranchSpec[] }; restoreFrom?: string; parallelism?: number; allowNonRestoredState?: boolean }): Promise<RuleJobView> {
   return call(runnerUrl, "POST", "/rule-jobs", ruleJobViewSchema, body);
 }
 
@@ -177,8 +177,10 @@ export async function recordSwitch(prisma: PrismaClient, job: { jobId: string; p
   return opened;
 }
 
-export function branchSpecs(job: LiveRuleJob): RuleBranchSpec[] {
-  return job.branches.map((b) => ({ version: b.number, mode: b.mode, pipeline: fromJsonColumn(b.graph, `version ${b.number}`) }));
+/** The job's branches as the runner takes them: one per version (its newest row). */
+export function branchSpecs(job: Pick<LiveRuleJob, "branches">): RuleBranchSpec[] {
+  const seen = new Set<number>();
+  return job.branches.filter((b) => !seen.has(b.number) && seen.add(b.number)).map((b) => ({ version: b.number, mode: b.mode, pipeline: fromJsonColumn(b.graph, `version ${b.number}`) }));
 }
 
 /** A runner error as the tRPC error a caller of the web app sees. */
@@ -212,4 +214,29 @@ export async function stopRuleBranch(prisma: PrismaClient, runnerUrl: string, de
 /** A switch as the audit records it: its checkpoint, the source offsets at the boundary, the modes before and after. */
 export function switchForAudit(s: RoutingSwitch | null) {
   return s ? { checkpointId: s.checkpointId, sources: s.sources, before: s.before, after: s.after } : null;
+}
+
+/**
+ * A rule job's figures as one branch sees them: its own nodes under the version's node ids (the job
+ * namespaces them `v<N>-<id>`), the shared sources as they are, the other branches left out, so a
+ * deployment's live canvas draws on the version's graph.
+ */
+export function branchNodes<T>(runnerJobId: string, versionNumber: number, nodes: Record<string, T>): Record<string, T> {
+  if (!runnerJobId.startsWith(RULE_JOB_PREFIX)) return nodes;
+  const own = `v${versionNumber}-`;
+  const out: Record<string, T> = {};
+  for (const [id, value] of Object.entries(nodes)) {
+    if (id.startsWith(own)) out[id.slice(own.length)] = value;
+    else if (!/^v\d+-/.test(id)) out[id] = value;
+  }
+  return out;
+}
+
+/** The id the rule job gives a node of the version: `v<N>-<id>`, or the id itself for a source the versions share. */
+export async function jobNodeId(runnerUrl: string, runnerJobId: string, versionNumber: number, nodeId: string): Promise<string> {
+  if (!runnerJobId.startsWith(RULE_JOB_PREFIX)) return nodeId;
+  const own = `v${versionNumber}-${nodeId}`;
+  const view = await getRuleJob(runnerUrl, runnerJobId);
+  const nodes = z.record(z.string(), z.unknown()).safeParse(view.nodes);
+  return nodes.success && own in nodes.data ? own : nodeId;
 }
