@@ -10,7 +10,7 @@ import { validatePipeline, type PipelineDocument, type PipelineNode } from "@key
 import type { SessionUser } from "../auth/roles";
 import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn } from "../json";
-import { getJob, RunnerError, RunnerRefusedError, submitJob } from "../runner-client";
+import { getJob, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, submitJob } from "../runner-client";
 
 const offsets = z.record(z.string().regex(/^\d+$/, "partition numbers are non-negative integers"), z.number().int().min(0));
 
@@ -152,6 +152,7 @@ const backtestSelect = {
 const jobProgressSchema = z.looseObject({
   status: z.string(),
   restarts: z.number().optional(),
+  failure: z.string().nullable().optional(),
   nodes: z.record(z.string(), z.looseObject({ type: z.string(), recordsIn: z.number(), recordsOut: z.number(), deadLetters: z.number() })).optional(),
   sources: z.record(z.string(), z.object({ input: z.string(), lag: z.record(z.string(), z.number()) })).optional(),
 });
@@ -208,8 +209,15 @@ export async function getBacktest(prisma: PrismaClient, runnerUrl: string, backt
   const final = finalMetricsSchema.safeParse(row.deployment?.finalMetrics);
   if (final.success) counts = countsOf(final.data.nodes, status === "finished" ? 0 : null);
   else if (row.deployment?.runnerJobId && (status === "running" || status === "pending")) {
-    // Live: the runner's view of the job (it may be gone after a runner restart: then no counts).
-    const job = await getJob(runnerUrl, row.deployment.runnerJobId).catch(() => null);
+    // Live: the runner's view of the job. A runner that forgot it (restarted without it) means the
+    // backtest will never end: it is recorded failed, saying so. Other errors: no counts this time.
+    const deploymentId = row.deployment.id;
+    const job = await getJob(runnerUrl, row.deployment.runnerJobId).catch(async (error: unknown) => {
+      if (error instanceof RunnerJobNotFoundError) {
+        await prisma.deployment.update({ where: { id: deploymentId }, data: { status: "failed", failureReason: `the runner no longer has job ${row.deployment?.runnerJobId ?? "?"} (it restarted?): run the backtest again`, stoppedAt: new Date() } });
+      }
+      return null;
+    });
     const parsed = jobProgressSchema.safeParse(job);
     if (parsed.success) {
       liveStatus = parsed.data.status;
@@ -217,6 +225,10 @@ export async function getBacktest(prisma: PrismaClient, runnerUrl: string, backt
       const nodes = parsed.data.nodes ?? {};
       counts = countsOf(nodes, lag.length > 0 ? lag.reduce((a, b) => a + b, 0) : null);
       // A runner without DATABASE_URL cannot record the end itself: what it says is recorded here.
+      if (liveStatus === "failed" && row.deployment) {
+        await prisma.deployment.update({ where: { id: row.deployment.id }, data: { status: "failed", failureReason: String(parsed.data.failure ?? "the job failed"), stoppedAt: new Date() } });
+        return getBacktest(prisma, runnerUrl, backtestId);
+      }
       if (liveStatus === "finished" && row.deployment) {
         const finalMetrics = { restarts: Number(parsed.data.restarts ?? 0), nodes: Object.fromEntries(Object.entries(nodes).map(([id, n]) => [id, { type: n.type, recordsIn: n.recordsIn, recordsOut: n.recordsOut, deadLetters: n.deadLetters }])) };
         await prisma.deployment.update({ where: { id: row.deployment.id }, data: { status: "finished", stoppedAt: new Date(), finalMetrics } });
