@@ -123,7 +123,9 @@ describe("a backtest over a topic range, compared in the browser", () => {
     expect(scores).toContain("50.0 % / 25.0 %");
     expect(scores).toContain("of 40 labelled fraud");
     expect(await view.getByTestId("comparison-per-hour").locator("tbody tr").count()).toBeGreaterThan(0);
+    await comparison.scrollIntoViewIfNeeded();
     await page.screenshot({ path: artifactPath("backtest-2-comparison.png"), fullPage: true });
+    await panel.screenshot({ path: artifactPath("backtest-3-panel.png") });
     expect(analyst.pageErrors).toEqual([]);
   });
 });

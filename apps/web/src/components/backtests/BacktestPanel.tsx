@@ -162,7 +162,7 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
               const total = b.counts && b.counts.remaining !== null ? b.counts.records + b.counts.remaining : null;
               return (
                 <tr key={b.id} data-testid="backtest-row" data-backtest={b.id} data-status={b.status} className={b.id === selected ? "kf-backtests__selected" : undefined}>
-                  <td title={b.createdBy}>{new Date(b.createdAt).toISOString().slice(0, 19).replace("T", " ")}</td>
+                  <td title={`${b.id}, by ${b.createdBy}`}>{new Date(b.createdAt).toISOString().slice(11, 19)}</td>
                   <td>v{b.versionNumber}</td>
                   <td>{rangeText(b.range)}</td>
                   <td data-testid="backtest-status" title={b.failure ?? undefined}>

@@ -71,9 +71,9 @@ export function ComparisonView({ pipelineId, newSide, oldSide, title = "Shadow a
               <tr>
                 <th>in both</th>
                 <td data-testid="comparison-both">{data.stats.counts.both}</td>
-                <th>only {newName} (new)</th>
+                <th title={newName}>only new</th>
                 <td data-testid="comparison-only-new">{data.stats.counts.onlyNew}</td>
-                <th>only {oldName} (old)</th>
+                <th title={oldName}>only old</th>
                 <td data-testid="comparison-only-old">{data.stats.counts.onlyOld}</td>
               </tr>
               {data.stats.scores ? (
@@ -113,8 +113,8 @@ export function ComparisonView({ pipelineId, newSide, oldSide, title = "Shadow a
             <thead>
               <tr>
                 <th>hour (UTC, event time)</th>
-                <th>{newName}</th>
-                <th>{oldName}</th>
+                <th title={newName}>new</th>
+                <th title={oldName}>old</th>
               </tr>
             </thead>
             <tbody>

@@ -219,7 +219,7 @@ describe("backtests on the real broker", () => {
       labels: { kind: "chargebacks", topic: CHARGEBACKS, idField: "txId" },
       samples: 2,
     });
-    expect(cmp.new.label).toBe(`backtest ${v2.id} of v2`);
+    expect(cmp.new.label).toBe(`v2 backtest ${v2.id.slice(-6)}`);
     expect(cmp.stats.counts).toEqual({
       both: intersect(fresh, oracle1).size,
       onlyNew: [...fresh].filter((id) => !oracle1.has(id)).length,

@@ -126,7 +126,7 @@ async function backtestSide(prisma: PrismaClient, pipelineId: string, backtestId
   const topics = row.alertTopic.split(",").filter(Boolean);
   if (topics.length === 0) throw new TRPCError({ code: "PRECONDITION_FAILED", message: `backtest ${row.id} has no Kafka sink: its alerts cannot be read back for a comparison` });
   const range = backtestRangeSchema.safeParse(row.range);
-  return { kind: "backtest", label: `backtest ${row.id} of v${row.version.number}`, versionId: row.version.id, number: row.version.number, mode: "test", topics, idField: idFieldOf(graph), graph, backtestRange: range.success ? range.data : null };
+  return { kind: "backtest", label: `v${row.version.number} backtest ${row.id.slice(-6)}`, versionId: row.version.id, number: row.version.number, mode: "test", topics, idField: idFieldOf(graph), graph, backtestRange: range.success ? range.data : null };
 }
 
 async function resolveSide(prisma: PrismaClient, pipelineId: string, side: ComparisonSideInput, exceptVersion: string | null): Promise<Side> {
