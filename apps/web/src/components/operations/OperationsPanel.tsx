@@ -19,9 +19,9 @@ import "./operations.css";
 
 type Deployment = PipelineDetail["deployments"][number];
 
-/** The deployment the canvas shows live: the newest running one the runner accepted. */
+/** The deployment the canvas shows live: the newest running one the runner accepted (a backtest, mode "test", is not the rule's live job). */
 export function runningDeployment(pipeline: PipelineDetail): Deployment | undefined {
-  return pipeline.deployments.find((d) => d.status === "running" && d.runnerJobId !== null);
+  return pipeline.deployments.find((d) => d.status === "running" && d.runnerJobId !== null && d.mode !== "test");
 }
 
 function time(at: number): string {
