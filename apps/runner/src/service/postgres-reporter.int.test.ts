@@ -1,7 +1,7 @@
 // Against a REAL PostgreSQL (DATABASE_URL, from `bash scripts/services/start.sh postgres`): the
 // runner service records its jobs on their deployments (running, stopped, failed with the reason)
 // and one `checkpoints` row per completed checkpoint. Works in a throw-away schema.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDb, migrate, parseDatabaseUrl, type Db } from "@keyflow/db";
@@ -218,5 +218,27 @@ describe("the runner records deployments in Postgres", () => {
     }, "the deployment to be failed");
     expect(failed.failureReason).toMatch(/node "payments": cannot read "missing\.jsonl"/);
     await api("DELETE", `/jobs/${id}`);
+  });
+  it("a rule job's end is recorded on its live branches' rows (a closed one stays as it was), and its checkpoints on none", async () => {
+    const lines = Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: `p${i}`, amount: i < 4 ? 500 : 50, ts: 1_000 + i }));
+    writeFileSync(path.join(dataDir, "pg-rule.jsonl"), lines.join("\n") + "\n");
+    const graph = pipeline("pg-rule", { type: "source.file", params: { path: "pg-rule.jsonl", timestampField: "ts" } });
+    const p = await db.prisma.pipeline.create({ data: { name: "pg-rule", draft: graph } });
+    const [v1, v2] = await Promise.all([1, 2].map((number) => db.prisma.pipelineVersion.create({ data: { pipelineId: p.id, number, graph, graphHash: `test-${number}`, author: "runner-test" } })));
+    const jobId = "rule-pg-test";
+    const rows = await Promise.all([
+      db.prisma.deployment.create({ data: { pipelineId: p.id, versionId: v1!.id, mode: "enforcing", status: "running", runnerJobId: jobId } }),
+      db.prisma.deployment.create({ data: { pipelineId: p.id, versionId: v2!.id, mode: "shadow", status: "running", runnerJobId: jobId } }),
+      db.prisma.deployment.create({ data: { pipelineId: p.id, versionId: v2!.id, mode: "enforcing", status: "stopped", runnerJobId: jobId } }),
+    ]);
+    const started = await api<JobView>("POST", "/rule-jobs", { jobId, rule: { name: "pg-rule", branches: [{ version: 1, mode: "enforcing", pipeline: graph }, { version: 2, mode: "shadow", pipeline: graph }] } });
+    expect(started.status, JSON.stringify(started.json)).toBe(201);
+    await eventually(async () => ((await db.prisma.deployment.count({ where: { runnerJobId: jobId, status: "finished" } })) === 2 ? true : undefined), "the branches' rows to be finished");
+    expect((await db.prisma.deployment.findUniqueOrThrow({ where: { id: rows[2].id } })).status).toBe("stopped");
+    expect(await db.prisma.checkpoint.count({ where: { deploymentId: { in: rows.map((r) => r.id) } } })).toBe(0);
+    // The enforcing branch writes the sink's own file; the shadow branch a file of its own; each alert names its version.
+    const read = (file: string) => readFileSync(path.join(dataDir, file), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { id: string; ruleVersion: number });
+    expect(read("pg-rule/alerts.jsonl").map((a) => [a.id, a.ruleVersion])).toEqual([["p0", 1], ["p1", 1], ["p2", 1], ["p3", 1]]);
+    expect(read("pg-rule/pg-rule.shadow.v2.alerts.jsonl").map((a) => [a.id, a.ruleVersion])).toEqual([["p0", 2], ["p1", 2], ["p2", 2], ["p3", 2]]);
   });
 });

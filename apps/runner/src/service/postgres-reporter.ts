@@ -44,6 +44,17 @@ export class PostgresJobReporter implements JobEvents {
   status(job: ManagedJob, status: ManagedStatus): void {
     const next = deploymentStatusOf(status);
     if (!next) return;
+    if (job.routing) {
+      // A rule job (../job/rule-job.ts): its id names no deployment, its live branches' rows do. Only
+      // its end is theirs: a restart is recovery, and a stop is the web app's (it restarts the job
+      // with one more branch through a savepoint and keeps the rows).
+      if (status !== "failed" && status !== "finished") return;
+      const data = { status: next, stoppedAt: new Date(), ...(status === "failed" ? { failureReason: job.failure ?? null } : {}) };
+      this.enqueue(job.deploymentId, async () => {
+        await this.prisma.deployment.updateMany({ where: { runnerJobId: job.deploymentId, status: { in: ["pending", "running"] } }, data });
+      });
+      return;
+    }
     const failureReason = next === "failed" ? (job.failure ?? null) : undefined;
     const ended = next === "stopped" || next === "finished";
     const stoppedAt = ended ? new Date() : undefined;
@@ -58,6 +69,8 @@ export class PostgresJobReporter implements JobEvents {
   }
 
   checkpoint(job: ManagedJob, stats: CheckpointStats): void {
+    // A rule job's checkpoints belong to no one deployment row (the runner lists them: GET /jobs/:id/checkpoints).
+    if (job.routing) return;
     this.enqueue(job.deploymentId, async () => {
       const row = {
         status: "completed" as const,
@@ -79,6 +92,7 @@ export class PostgresJobReporter implements JobEvents {
   }
 
   checkpointFailed(job: ManagedJob, failed: FailedCheckpoint): void {
+    if (job.routing) return;
     this.enqueue(job.deploymentId, async () => {
       const where = { deploymentId_checkpointId: { deploymentId: job.deploymentId, checkpointId: failed.id } };
       // A completed row for this id (a later run may reuse the id of a checkpoint that was never
