@@ -3,6 +3,11 @@
 // topic, the same records and the same cores. Results go to docs/BENCHMARKS.md by hand, with the command.
 //   npm run bench -w apps/runner -- [--events 500000] [--runs 3] [--engines keyflow,flink]
 //     [--workloads w0,w1] [--parallelism 1,2] [--guarantees at-least-once,exactly-once]
+//   npm run bench -w apps/runner -- --mode latency --rate 30000 [--seconds 30] [--runs 3] [--keys 10000]
+//     [--guarantees at-least-once,exactly-once] [--parallelism 1] [--checkpoint-interval 1000]
+//   Latency mode: W1 (`eager` velocity) on an unbounded topic fed by a paced producer at --rate events/s;
+//   each payment carries its produce time (`sentAt`), each alert echoes its payment (`event`), and a
+//   read_committed consumer of the alert topic measures receive time − sentAt (p50/p99/max).
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -22,6 +27,10 @@ const { values: opts } = parseArgs({
     parallelism: { type: "string", default: "1,2" },
     guarantees: { type: "string", default: "at-least-once" },
     keys: { type: "string", default: "100000" },
+    mode: { type: "string", default: "throughput" },
+    rate: { type: "string", default: "30000" },
+    seconds: { type: "string", default: "30" },
+    "checkpoint-interval": { type: "string" },
   },
 });
 const events = Number(opts.events);
@@ -32,7 +41,7 @@ const engines = list(opts.engines);
 const workloads = list(opts.workloads) as Array<"w0" | "w1">;
 const parallelisms = list(opts.parallelism).map(Number);
 const guarantees = list(opts.guarantees) as Array<"at-least-once" | "exactly-once">;
-const checkpointIntervalMs = 10_000;
+const checkpointIntervalMs = Number(opts["checkpoint-interval"] ?? 10_000);
 const velocity = { threshold: 5, windowMs: 60_000 };
 
 function brokers(): string {
@@ -207,6 +216,126 @@ const median = (xs: number[]) => {
 };
 const rate = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M/s` : `${(n / 1e3).toFixed(1)} k/s`);
 
+/** Latency at a steady rate: see the header. Warm-up (5 s) alerts are left out of the figures. */
+async function runLatency(guarantee: string, parallelism: number, run: number): Promise<{ p50: number; p99: number; p999: number; max: number; alerts: number; produced: number; rate: number }> {
+  const targetRate = Number(opts.rate);
+  const seconds = Number(opts.seconds);
+  const warmupMs = 5_000;
+  const stamp = `${Date.now()}.${run}`;
+  const input = `bench.latency.in.${stamp}`;
+  const out = `bench.latency.out.${guarantee}.p${parallelism}.${stamp}`;
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: input, numPartitions: 2 }, { topic: out, numPartitions: 2 }], waitForLeaders: true });
+  await admin.disconnect();
+
+  const dir = mkdtempSync(path.join(tmpdir(), "keyflow-bench-latency-"));
+  const pipeline = {
+    format: "keyflow.pipeline/v1",
+    name: "bench-latency-w1",
+    settings: { checkpointIntervalMs, parallelism },
+    nodes: [
+      { id: "payments", type: "source.kafka", params: { topic: input, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1_000 } },
+      { id: "byCard", type: "keyBy", params: { field: "card" } },
+      { id: "vel", type: "velocity", params: { ...velocity, mode: "eager" } },
+      { id: "out", type: "sink.kafka", params: { topic: out, deliveryGuarantee: guarantee } },
+    ],
+    edges: [
+      { from: "payments", to: "byCard" },
+      { from: "byCard", to: "vel" },
+      { from: "vel", to: "out" },
+    ],
+  };
+  const file = path.join(dir, "pipeline.json");
+  writeFileSync(file, JSON.stringify(pipeline));
+  const runner = spawn("node", [path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KEYFLOW_LOG_LEVEL: "info" } });
+  let runnerLog = "";
+  runner.stderr.on("data", (d: Buffer) => (runnerLog += d.toString()));
+  runner.stdout.on("data", (d: Buffer) => (runnerLog += d.toString()));
+  const runnerExit = new Promise<void>((resolve) => runner.on("close", () => resolve()));
+  process.once("exit", () => runner.kill("SIGKILL")); // never leave a runner behind a failed bench
+
+  // The alert reader: read_committed, from the start of the (new) topic.
+  const latencies: number[] = [];
+  let measureFrom = Number.POSITIVE_INFINITY;
+  let lastAlertAt = Date.now();
+  const consumer = kafka.consumer({ groupId: `keyflow-bench-latency-${stamp}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [out], fromBeginning: true });
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      const now = Date.now();
+      lastAlertAt = now;
+      for (const m of batch.messages) {
+        const alert = JSON.parse(m.value?.toString("utf8") ?? "{}") as { event?: { sentAt?: number } };
+        const sentAt = alert.event?.sentAt;
+        if (typeof sentAt === "number" && sentAt >= measureFrom) latencies.push(now - sentAt);
+      }
+    },
+  });
+
+  // Wait for the runner to be reading before the clock starts.
+  const readyBy = Date.now() + 60_000;
+  while (!/running pipeline/.test(runnerLog)) {
+    if (Date.now() > readyBy || runner.exitCode !== null) throw new Error(`the runner did not start:\n${runnerLog.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const seed = mulberry32(1000 + run);
+  const started = Date.now();
+  measureFrom = started + warmupMs;
+  const endAt = measureFrom + seconds * 1000;
+  let sent = 0;
+  for (;;) {
+    const now = Date.now();
+    if (now >= endAt) break;
+    const due = Math.floor(((now - started) / 1000) * targetRate);
+    if (due > sent) {
+      const batch = [];
+      // At most 2 000 a request (a producer that fell behind must not exceed the broker's max request size).
+      for (const last = Math.min(due, sent + 2_000); sent < last; sent++) {
+        const p = payment(sent, seed);
+        const value = JSON.parse(p.value) as Record<string, unknown>;
+        batch.push({ key: p.key, value: JSON.stringify({ ...value, ts: now, sentAt: now }) });
+      }
+      await producer.send({ topic: input, messages: batch });
+    } else {
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+  await producer.disconnect();
+  const produceSeconds = (Date.now() - started) / 1000;
+  // Until the alerts stop coming (an exactly-once sink shows them at the next checkpoint).
+  while (Date.now() - lastAlertAt < Math.max(3_000, checkpointIntervalMs + 2_000)) await new Promise((r) => setTimeout(r, 200));
+  await consumer.disconnect();
+  runner.kill("SIGTERM");
+  const killer = setTimeout(() => runner.kill("SIGKILL"), 30_000);
+  await runnerExit;
+  clearTimeout(killer);
+  rmSync(dir, { recursive: true, force: true });
+  if (latencies.length === 0) throw new Error(`no alerts measured:\n${runnerLog.slice(-3000)}`);
+  const sorted = latencies.sort((a, b) => a - b);
+  const q = (f: number) => sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))] ?? Number.NaN;
+  return { p50: q(0.5), p99: q(0.99), p999: q(0.999), max: sorted[sorted.length - 1] ?? Number.NaN, alerts: sorted.length, produced: sent, rate: sent / produceSeconds };
+}
+
+async function latencyMain() {
+  console.log(`latency: W1 eager velocity, rate ${opts.rate}/s for ${opts.seconds} s after a 5 s warm-up, keys ${keys}, checkpoints every ${checkpointIntervalMs} ms, runs ${runs}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average before ${loadavg()[0]?.toFixed(1)}`);
+  console.log("| delivery | p | checkpoint ms | rate (achieved) | p50 ms | p99 ms | p99.9 ms | max ms | alerts measured | runs (p50 / p99 ms) |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+  for (const guarantee of guarantees)
+    for (const parallelism of parallelisms) {
+      const ms = [];
+      for (let run = 0; run < runs; run++) ms.push(await runLatency(guarantee, parallelism, run));
+      console.log(
+        `| ${guarantee} | ${parallelism} | ${checkpointIntervalMs} | ${rate(median(ms.map((m) => m.rate)))} | ${median(ms.map((m) => m.p50))} | ${median(ms.map((m) => m.p99))} | ${median(ms.map((m) => m.p999))} | ${median(ms.map((m) => m.max))} | ${median(ms.map((m) => m.alerts))} | ${ms.map((m) => `${m.p50} / ${m.p99}`).join(", ")} |`,
+      );
+    }
+  console.log(`load average after ${loadavg()[0]?.toFixed(1)}`);
+}
+
 async function main() {
   const input = await ensureInput();
   const classpath = engines.includes("flink") ? buildFlink() : "";
@@ -232,4 +361,5 @@ async function main() {
   console.log(`load average after ${loadavg()[0]?.toFixed(1)}`);
 }
 
-await main();
+if (opts.mode === "latency") await latencyMain();
+else await main();
