@@ -20,7 +20,7 @@ describe("fencedErrorType", () => {
     const epoch = new KafkaJSProtocolError("Producer attempted an operation with an old epoch");
     Object.assign(epoch, { type: "INVALID_PRODUCER_EPOCH", code: 47 });
     expect(fencedErrorType(epoch)).toBe("INVALID_PRODUCER_EPOCH");
-    expect(fencedErrorType(new KafkaJSNonRetriableError("send failed", { cause: epoch }))).toBe("INVALID_PRODUCER_EPOCH");
+    expect(fencedErrorType(Object.assign(new KafkaJSNonRetriableError("send failed"), { cause: epoch }))).toBe("INVALID_PRODUCER_EPOCH");
     // PRODUCER_FENCED (code 90) is newer than kafkajs 2.2's error table.
     expect(fencedErrorType(Object.assign(new Error("unknown"), { type: "KAFKA_UNKNOWN_ERROR", code: 90 }))).toBe("PRODUCER_FENCED");
     expect(fencedErrorType(Object.assign(new Error("timeout"), { type: "REQUEST_TIMED_OUT", code: 7 }))).toBeUndefined();
