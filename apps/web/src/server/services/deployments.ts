@@ -12,7 +12,7 @@ import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn } from "../json";
 import { pipelineForMode } from "./deployment-mode";
 import { RunnerError, RunnerRefusedError, submitJob, type JobStart } from "../runner-client";
-import { branchSpecs, liveRuleJob, recordSwitch, RULE_JOB_PREFIX, ruleJobTrouble, startRuleJob, stopRuleJobWithSavepoint, switchRouting, type BranchMode, type RoutingSwitch } from "./rule-jobs";
+import { branchSpecs, liveRuleJob, oneAtATime, recordSwitch, RULE_JOB_PREFIX, ruleJobTrouble, startRuleJob, stopRuleJobWithSavepoint, switchRouting, type BranchMode, type RoutingSwitch } from "./rule-jobs";
 
 /** The runner's job status in the Deployment's vocabulary (a job it accepted is starting or running). */
 function deploymentStatus(runnerStatus: string | undefined): DeploymentStatus {
@@ -43,8 +43,13 @@ export async function deployVersion(prisma: PrismaClient, runnerUrl: string, inp
     const restored = await restartRuleJob(prisma, runnerUrl, { ...input, mode: input.mode, start: input.start });
     return restored ?? { ...(await deploySingleJob(prisma, runnerUrl, input)), routingSwitch: null };
   }
-  return deployBranch(prisma, runnerUrl, { ...input, mode: input.mode });
+  const mode = input.mode;
+  const pipelineId = (await prisma.pipelineVersion.findUnique({ where: { id: input.versionId }, select: { pipelineId: true } }))?.pipelineId;
+  if (!pipelineId) throw notFound("version", input.versionId);
+  return oneAtATime(pipelineId, () => deployBranch(prisma, runnerUrl, { ...input, mode }));
 }
+
+
 
 /**
  * A restore or rescale of a rule job's branch (the job controls stopped the rule job with a

@@ -109,6 +109,21 @@ export function checkRuleCompat(runnerUrl: string, jobId: string, branches: Rule
   return call(runnerUrl, "POST", "/rule-jobs/check", compatSchema.loose(), { jobId, rule: { name, branches } });
 }
 
+/**
+ * Changes to one rule's job run one after the other in this server: two deploys at once would both
+ * find no running job and start two, or stop the job for a savepoint under each other's feet.
+ */
+const ruleQueues = new Map<string, Promise<unknown>>();
+export function oneAtATime<T>(pipelineId: string, work: () => Promise<T>): Promise<T> {
+  const before = ruleQueues.get(pipelineId) ?? Promise.resolve();
+  const next = before.catch(() => undefined).then(work);
+  ruleQueues.set(pipelineId, next);
+  void next.finally(() => {
+    if (ruleQueues.get(pipelineId) === next) ruleQueues.delete(pipelineId);
+  }).catch(() => undefined);
+  return next;
+}
+
 const liveStatuses = ["pending", "running"] as const;
 
 export interface LiveBranch {
@@ -200,13 +215,17 @@ export async function stopRuleBranch(prisma: PrismaClient, runnerUrl: string, de
   if (!row?.runnerJobId?.startsWith(RULE_JOB_PREFIX) || (row.status !== "pending" && row.status !== "running")) return null;
   const others = await prisma.deployment.count({ where: { runnerJobId: row.runnerJobId, id: { not: deploymentId }, status: { in: [...liveStatuses] } } });
   if (others === 0) return null;
-  let done: RoutingSwitch;
-  try {
-    done = await switchRouting(runnerUrl, row.runnerJobId, { [String(row.version.number)]: "stopped" });
-  } catch (error) {
-    throw ruleJobTrouble(error, `stopping version ${row.version.number} in rule job ${row.runnerJobId}`);
-  }
-  await recordSwitch(prisma, { jobId: row.runnerJobId, pipelineId: row.pipelineId }, done);
+  const jobId = row.runnerJobId;
+  const done = await oneAtATime(row.pipelineId, async () => {
+    let s: RoutingSwitch;
+    try {
+      s = await switchRouting(runnerUrl, jobId, { [String(row.version.number)]: "stopped" });
+    } catch (error) {
+      throw ruleJobTrouble(error, `stopping version ${row.version.number} in rule job ${jobId}`);
+    }
+    await recordSwitch(prisma, { jobId, pipelineId: row.pipelineId }, s);
+    return s;
+  });
   const updated = await prisma.deployment.findUniqueOrThrow({ where: { id: deploymentId }, select: { id: true, status: true, stoppedAt: true } });
   return { deployment: updated, jobStatus: "running", finalCheckpoint: null, routingSwitch: done };
 }

@@ -331,6 +331,12 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     const same = await ok<Comparison>("query", "comparison.compare", { pipelineId: created.id, newVersionId: v2, oldVersionId: v1 }, "ada");
     // The enforcement topic also holds rule B's v1 alerts: the same record ids, so they match too.
     expect(same.stats.counts).toMatchObject({ both: 20, onlyNew: 0, onlyOld: 0 });
+
+    // Stopping the shadow deployment stops its branch only: the job runs on, v1 still enforcing.
+    const stopped = await ok<{ deployment: { status: string }; jobStatus: string }>("mutation", "deployment.stop", { deploymentId: shadow.id, reason: "seen enough" }, "ada");
+    expect(stopped).toMatchObject({ deployment: { status: "stopped" }, jobStatus: "running" });
+    expect((await runnerJob(enforcing.runnerJobId)).routing?.modes).toEqual({ "1": "enforcing", "2": "stopped" });
+    expect(await db.prisma.deployment.findUniqueOrThrow({ where: { id: enforcing.id } })).toMatchObject({ status: "running" });
   });
 
   it("compares shadow version 2 with enforcing version 1 over the same events: counts, per hour, samples, precision and recall", async () => {
