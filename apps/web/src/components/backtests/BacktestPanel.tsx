@@ -20,7 +20,7 @@ function rangeText(range: Backtest["range"]): string {
   if (!range) return "?";
   if (range.kind === "file") return `file ${range.path}`;
   const end = (b: typeof range.from | typeof range.to) =>
-    b.by === "offsets" ? Object.entries(b.offsets).map(([p, o]) => `${p}:${o}`).join(",") : b.by === "time" ? new Date(b.ts).toISOString() : b.by;
+    b.by === "offsets" ? `offsets ${Object.entries(b.offsets).map(([p, o]) => `${p}:${o}`).join(",")}` : b.by === "time" ? new Date(b.ts).toISOString().replace("T", " ").replace(".000Z", "Z") : b.by;
   return `${range.topic ?? "source topic"} ${end(range.from)} → ${end(range.to)}`;
 }
 
@@ -146,11 +146,18 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
       ) : null}
       {list.data && list.data.length > 0 ? (
         <table className="kf-table kf-backtests__list" data-testid="backtest-list">
+          <colgroup>
+            <col style={{ width: "16%" }} />
+            <col style={{ width: "9%" }} />
+            <col style={{ width: "18%" }} />
+            <col style={{ width: "22%" }} />
+            <col style={{ width: "12%" }} />
+            <col style={{ width: "23%" }} />
+          </colgroup>
           <thead>
             <tr>
               <th>started</th>
               <th>version</th>
-              <th>range</th>
               <th>status</th>
               <th>records</th>
               <th>alerts</th>
@@ -160,11 +167,10 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
           <tbody>
             {list.data.map((b) => {
               const total = b.counts && b.counts.remaining !== null ? b.counts.records + b.counts.remaining : null;
-              return (
+              return [
                 <tr key={b.id} data-testid="backtest-row" data-backtest={b.id} data-status={b.status} className={b.id === selected ? "kf-backtests__selected" : undefined}>
                   <td title={`${b.id}, by ${b.createdBy}`}>{new Date(b.createdAt).toISOString().slice(11, 19)}</td>
                   <td>v{b.versionNumber}</td>
-                  <td>{rangeText(b.range)}</td>
                   <td data-testid="backtest-status" title={b.failure ?? undefined}>
                     {b.status}
                     {b.failure ? `: ${b.failure}` : ""}
@@ -179,8 +185,11 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
                       Compare
                     </button>
                   </td>
-                </tr>
-              );
+                </tr>,
+                <tr key={`${b.id}-range`} className={`kf-backtests__range${b.id === selected ? " kf-backtests__selected" : ""}`}>
+                  <td colSpan={6}>{rangeText(b.range)}</td>
+                </tr>,
+              ];
             })}
           </tbody>
         </table>

@@ -85,6 +85,8 @@ export interface Comparison {
   missingTopics: string[];
   truncatedTopics: string[];
   inputTopics: string[];
+  /** Both sides restricted to the records of a backtest's Kafka range (alerts on others left out, counted in stats.outOfScope). */
+  scopedToRange: boolean;
   /** Alerts tagged with another version than their side's (several versions share `<rule>.shadow`): left out. */
   otherVersions: number;
 }
@@ -300,5 +302,6 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
     truncatedTopics: all.filter((r) => r.truncated).map((r) => r.topic),
     inputTopics: needInput ? input$.topics : [],
     otherVersions: fresh.otherVersions + old.otherVersions,
+    scopedToRange: input$.scoped && needInput,
   };
 }
