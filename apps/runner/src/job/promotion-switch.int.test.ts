@@ -32,17 +32,23 @@ const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(s
 const T0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
 
 /**
- * Payment i of the stream: cards in groups of 3 and 4 consecutive payments 100 ms apart (a card
- * comes back after 1 000 groups, far outside the 1-minute window). Threshold 4 alerts on the 4th
- * payment of each group of 4; threshold 3 on the 3rd of every group and the 4th of groups of 4.
- * Each card keeps to one partition, so each card's payments are in order wherever they are read.
+ * The stream: cards in blocks of 8, each card with 3 or 4 payments (by parity), the block's payments
+ * interleaved round-robin 100 ms apart, so at any offset several cards are part-way through their
+ * burst (a switch or a restart there splits their windows). A card comes back after 1 000 cards,
+ * far outside the 1-minute window. Threshold 4 alerts on the 4th payment of each card of 4;
+ * threshold 3 on the 3rd of every card and the 4th of cards of 4. Each card keeps to one partition,
+ * so each card's payments are in order wherever they are read.
  */
 function* payments(partitions: number): Generator<{ partition: number; key: string; value: string }> {
   let i = 0;
-  for (let g = 0; ; g++) {
-    const cardId = `c${g % 1_000}`;
-    for (let j = 0; j < 3 + (g % 2); j++, i++) {
-      yield { partition: Math.floor(g / 2) % partitions, key: cardId, value: JSON.stringify({ txId: `t${i}`, cardId, amount: (i * 37) % 900, ts: T0 + i * 100 }) };
+  for (let block = 0; ; block++) {
+    for (let round = 0; round < 4; round++) {
+      for (let g = block * 8; g < block * 8 + 8; g++) {
+        if (round >= 3 + (g % 2)) continue;
+        const cardId = `c${g % 1_000}`;
+        yield { partition: Math.floor(g / 2) % partitions, key: cardId, value: JSON.stringify({ txId: `t${i}`, cardId, amount: (i * 37) % 900, ts: T0 + i * 100 }) };
+        i++;
+      }
     }
   }
 }
@@ -163,6 +169,7 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
     await warm.disconnect();
     let producer: { stop: () => Promise<number> } = { stop: () => Promise.resolve(0) };
     const jobId = `${rule}-job`;
+    let added: Offsets = {};
     const job = async () => (await api<JobView>("GET", `/jobs/${jobId}`)).json;
     const checkpointsAfter = (n: number, what: string) =>
       eventually(async () => {
@@ -191,7 +198,31 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
       }, "the job to read the early payment of every partition", 60_000, 50);
       producer = startProducer(input, parallelism);
       const started = (await checkpointsAfter(1, "a first checkpoint")).lastCheckpoint?.id ?? 0;
-      await checkpointsAfter(started + 3, "three checkpoints under load before the promotion");
+      await checkpointsAfter(started + 3, "three checkpoints under load");
+
+      // Version 5 joins in shadow: a savepoint, and the job again with three branches from it. v3 and
+      // v4 restore their state by node id (their alerts below match the versions alone, windows
+      // spanning the restart included); v5 starts empty at the savepoint's offsets.
+      const stoppedAt = await api<JobView & { savepointPath: string }>("POST", `/jobs/${jobId}/stop?savepoint=true`, {});
+      expect(stoppedAt.status, JSON.stringify(stoppedAt.json)).toBe(200);
+      const savepoint = JSON.parse(readFileSync(path.join(stoppedAt.json.savepointPath, "_metadata.json"), "utf8")) as { id: number; sources: { payments: { next: Offsets } } };
+      added = savepoint.sources.payments.next;
+      const redeployed = await api<JobView>("POST", "/rule-jobs", {
+        jobId,
+        restoreFrom: stoppedAt.json.savepointPath,
+        rule: {
+          name: rule,
+          settings: { parallelism },
+          branches: [
+            { version: 3, mode: "enforcing", pipeline: version(rule, input, 4, enforcement) },
+            { version: 4, mode: "shadow", pipeline: version(rule, input, 3, enforcement) },
+            { version: 5, mode: "shadow", pipeline: version(rule, input, 2, enforcement) },
+          ],
+        },
+      });
+      expect(redeployed.status, JSON.stringify(redeployed.json)).toBe(201);
+      expect(redeployed.json.routing?.modes).toEqual({ "3": "enforcing", "4": "shadow", "5": "shadow" });
+      await checkpointsAfter(savepoint.id + 3, "three checkpoints with version 5 before the promotion");
 
       const promoted = await api<RoutingSwitch>("POST", `/jobs/${jobId}/routing`, { modes: { 4: "enforcing", 3: "shadow" } });
       expect(promoted.status, JSON.stringify(promoted.json)).toBe(200);
@@ -207,7 +238,7 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
       expect(rolledBack.json.checkpointId).toBeGreaterThan(promoted.json.checkpointId);
       await checkpointsAfter(rolledBack.json.checkpointId + 3, "three checkpoints after the rollback");
       const routing = (await api<{ modes: Record<string, string>; switches: RoutingSwitch[] }>("GET", `/jobs/${jobId}/routing`)).json;
-      expect(routing.modes).toEqual({ "3": "enforcing", "4": "stopped" });
+      expect(routing.modes).toEqual({ "3": "enforcing", "4": "stopped", "5": "shadow" });
       expect(routing.switches.map((s) => s.checkpointId)).toEqual([promoted.json.checkpointId, rolledBack.json.checkpointId]);
     } finally {
       await producer.stop();
@@ -249,6 +280,7 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
     };
     const v3Alone = await alone(3, 4);
     const v4Alone = await alone(4, 3);
+    const v5Alone = new Set((await alone(5, 2)).map((x) => x.event.txId));
     expect(v3Alone.length).toBeGreaterThan(100);
     expect(v4Alone.length).toBeGreaterThan(v3Alone.length);
 
@@ -277,7 +309,17 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
     expect(enforced.length).toBe(expectedEnforced.length);
     expect(enforced.map((m) => m.value).sort()).toEqual(expectedEnforced);
     const shadow = await readAll(`${rule}.shadow`);
-    expect(shadow.map((m) => m.value).sort()).toEqual(expectedShadow);
+    const versionOf = (m: Read) => (JSON.parse(m.value) as { ruleVersion: number }).ruleVersion;
+    expect(shadow.filter((m) => versionOf(m) !== 5).map((m) => m.value).sort()).toEqual(expectedShadow);
+    // Version 5 (empty state from the savepoint on): alerts only for records after it, each one the
+    // version alone also raises (alone, a window that began earlier can make it alert sooner).
+    const v5 = shadow.filter((m) => versionOf(m) === 5).map((m) => (JSON.parse(m.value) as { event: { txId: string } }).event.txId);
+    expect(v5.length).toBeGreaterThan(0);
+    for (const txId of v5) {
+      expect(v5Alone.has(txId), txId).toBe(true);
+      const r = where.get(txId);
+      expect(r && r.offset >= (added[String(r.partition)] ?? 0), txId).toBe(true);
+    }
     // The version is in a header too, as in the record.
     for (const m of [...shadow, ...enforced]) expect(m.headers["keyflow-rule-version"]).toBe(String((JSON.parse(m.value) as { ruleVersion: number }).ruleVersion));
   });
