@@ -170,6 +170,12 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
     let producer: { stop: () => Promise<number> } = { stop: () => Promise.resolve(0) };
     const jobId = `${rule}-job`;
     let added: Offsets = {};
+    // v3 (threshold 4) enforcing and v4 (threshold 3) in shadow, and any more branches.
+    const ruleJob = (...more: Array<{ version: number; mode: string; pipeline: unknown }>) => ({
+      name: rule,
+      settings: { parallelism },
+      branches: [{ version: 3, mode: "enforcing", pipeline: version(rule, input, 4, enforcement) }, { version: 4, mode: "shadow", pipeline: version(rule, input, 3, enforcement) }, ...more],
+    });
     const job = async () => (await api<JobView>("GET", `/jobs/${jobId}`)).json;
     const checkpointsAfter = (n: number, what: string) =>
       eventually(async () => {
@@ -180,14 +186,7 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
     try {
       const deployed = await api<JobView & { nodeIds: Record<string, Record<string, string>> }>("POST", "/rule-jobs", {
         jobId,
-        rule: {
-          name: rule,
-          settings: { parallelism },
-          branches: [
-            { version: 3, mode: "enforcing", pipeline: version(rule, input, 4, enforcement) },
-            { version: 4, mode: "shadow", pipeline: version(rule, input, 3, enforcement) },
-          ],
-        },
+        rule: ruleJob(),
       });
       expect(deployed.status, JSON.stringify(deployed.json)).toBe(201);
       expect(deployed.json.nodeIds).toEqual({ "3": { payments: "payments", byCard: "v3-byCard", velocity: "v3-velocity", alerts: "v3-alerts" }, "4": { payments: "payments", byCard: "v4-byCard", velocity: "v4-velocity", alerts: "v4-alerts" } });
@@ -210,15 +209,7 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
       const redeployed = await api<JobView>("POST", "/rule-jobs", {
         jobId,
         restoreFrom: stoppedAt.json.savepointPath,
-        rule: {
-          name: rule,
-          settings: { parallelism },
-          branches: [
-            { version: 3, mode: "enforcing", pipeline: version(rule, input, 4, enforcement) },
-            { version: 4, mode: "shadow", pipeline: version(rule, input, 3, enforcement) },
-            { version: 5, mode: "shadow", pipeline: version(rule, input, 2, enforcement) },
-          ],
-        },
+        rule: ruleJob({ version: 5, mode: "shadow", pipeline: version(rule, input, 2, enforcement) }),
       });
       expect(redeployed.status, JSON.stringify(redeployed.json)).toBe(201);
       expect(redeployed.json.routing?.modes).toEqual({ "3": "enforcing", "4": "shadow", "5": "shadow" });
