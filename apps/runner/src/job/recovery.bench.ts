@@ -45,15 +45,20 @@ async function main(): Promise<void> {
   for (const guarantee of ["exactly-once", "at-least-once"] as const) {
     const rates: number[] = [];
     const durations: number[] = [];
+    const phases = new Map<string, number[]>();
     for (let r = 0; r < RUNS; r++) {
       const name = `bench-${run}-${guarantee}-${r}`;
       const res = await startCli(["run", pipeline(name, guarantee), "--checkpoint-dir", path.join(dir, `ckpt-${name}`)], { env }).done;
       if (res.code !== 0) throw new Error(res.stderr);
       const secs = Number(/finished in ([\d.]+) s/.exec(res.stdout)?.[1]);
       rates.push(EVENTS / secs);
-      for (const m of res.stderr.matchAll(/checkpoint \d+ done in ([\d.]+) ms/g)) durations.push(Number(m[1]));
+      for (const m of res.stderr.matchAll(/checkpoint \d+ done in ([\d.]+) ms([^\n]*)/g)) {
+        durations.push(Number(m[1]));
+        for (const p of (m[2] ?? "").matchAll(/(snapshot|sinks flushed|written|committed|marked) (\d+) ms/g)) phases.set(p[1]!, [...(phases.get(p[1]!) ?? []), Number(p[2])]);
+      }
     }
     console.log(`${guarantee}: median ${Math.round(median(rates))} events/s (runs ${rates.map((x) => Math.round(x)).join(", ")}); checkpoint duration median ${median(durations)} ms, max ${Math.max(...durations)} ms over ${durations.length}`);
+    console.log(`  ${guarantee} checkpoint phases (medians): ${[...phases].map(([k, v]) => `${k} ${median(v)} ms`).join(", ")}`);
   }
 
   const recoveries: number[] = [];

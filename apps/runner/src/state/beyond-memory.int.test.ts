@@ -11,6 +11,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, describe, expect, it } from "vitest";
 import { KEYFLOW_BIN } from "../../test/run-cli";
+import { topKPipeline } from "./testing";
 
 const HEAP_MB = 96;
 const CARDS = 1_000_000;
@@ -31,24 +32,7 @@ function writeInput(): void {
   }
   if (buf.length > 0) writeSync(fd, buf.join("\n") + "\n");
   closeSync(fd);
-  const doc = {
-    format: "keyflow.pipeline/v1",
-    name: "beyond-memory",
-    settings: {},
-    nodes: [
-      { id: "src", type: "source.file", params: { path: "in.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
-      { id: "byCard", type: "keyBy", params: { field: "card" } },
-      { id: "top", type: "topK", params: { field: "merchant", k: 2 } },
-      { id: "out", type: "sink.file", params: { path: "out/top.jsonl" } },
-      { id: "late", type: "sink.file", params: { path: "out/late.jsonl" } },
-    ],
-    edges: [
-      { from: "src", to: "byCard" },
-      { from: "byCard", to: "top" },
-      { from: "top", to: "out" },
-      { from: "top:late", to: "late" },
-    ],
-  };
+  const doc = topKPipeline({ name: "beyond-memory", input: "in.jsonl", output: "out/top.jsonl", late: "out/late.jsonl" });
   writeFileSync(path.join(dir, "pipeline.json"), JSON.stringify(doc));
 }
 

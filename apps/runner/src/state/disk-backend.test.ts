@@ -10,28 +10,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runCli } from "../../test/run-cli";
 import { readCheckpointFolder, writeSavepoint } from "../job/checkpoints";
 import { materializeDiskState, mergedSnapshot } from "./disk-checkpoints";
+import { topKPipeline } from "./testing";
 
 const root = mkdtempSync(path.join(tmpdir(), "keyflow-disk-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const LINES = 40_000;
 const input = Array.from({ length: LINES }, (_, i) => JSON.stringify({ card: i < 12_000 ? `c${(i * 7919) % 6000}` : `c${i % 50}`, merchant: `m${(i * 31) % 11}`, ts: 1_700_000_000_000 + i * 100 }) + "\n");
-const doc = (retainedCheckpoints: number) => ({
-  format: "keyflow.pipeline/v1",
-  name: "disk-cli",
-  settings: { retainedCheckpoints },
-  nodes: [
-    { id: "src", type: "source.file", params: { path: "in.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
-    { id: "byCard", type: "keyBy", params: { field: "card" } },
-    { id: "top", type: "topK", params: { field: "merchant", k: 3 } },
-    { id: "ranks", type: "sink.file", params: { path: "out/ranks.jsonl" } },
-  ],
-  edges: [
-    { from: "src", to: "byCard" },
-    { from: "byCard", to: "top" },
-    { from: "top", to: "ranks" },
-  ],
-});
+const doc = (retainedCheckpoints: number) => topKPipeline({ name: "disk-cli", input: "in.jsonl", output: "out/ranks.jsonl", k: 3, settings: { retainedCheckpoints } });
 
 function folder(name: string, lines: number, retained = 1000): string {
   const dir = path.join(root, name);
@@ -112,15 +98,16 @@ describe("keyflow run --state-backend disk", () => {
     const ck = path.join(dir, "ck");
     await run(dir, "--state-backend", "disk", "--checkpoint-dir", ck, "--checkpoint-interval", "1");
     const retained = await Promise.all(checkpointDirs(ck).map((d) => readCheckpointFolder(d)));
-    expect(retained).toHaveLength(2);
+    const what = JSON.stringify(retained.map((c) => ({ id: c.meta.id, files: c.meta.disk?.files })));
+    expect(retained, what).toHaveLength(2);
     // A delta holds the keys changed since the previous checkpoint: after line 12 000 only 50 cards
     // (three tables each) change, while the chain holds thousands of keys.
     const files = retained.flatMap((c) => c.meta.disk!.files);
-    expect(files.reduce((n, f) => n + f.entries, 0)).toBeGreaterThan(6000);
-    expect(Math.min(...files.filter((f) => f.kind === "delta").map((f) => f.entries))).toBeLessThanOrEqual(150);
+    expect(files.reduce((n, f) => n + f.entries, 0), what).toBeGreaterThan(6000);
+    expect(Math.min(...files.filter((f) => f.kind === "delta").map((f) => f.entries)), what).toBeLessThanOrEqual(150);
     const listed = new Set(retained.flatMap((c) => c.meta.disk!.files.map((f) => path.resolve(c.dir!, f.file))));
     const shared = readdirSync(path.join(ck, "shared")).map((n) => path.join(ck, "shared", n));
-    expect(new Set(shared)).toEqual(listed);
+    expect(new Set(shared), what).toEqual(listed);
     expect(existsSync(path.join(root, "stores"))).toBe(true);
     expect(readdirSync(path.join(root, "stores"))).toEqual([]); // each run removes its stores
   });
