@@ -147,9 +147,9 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
       {list.data && list.data.length > 0 ? (
         <table className="kf-table kf-backtests__list" data-testid="backtest-list">
           <colgroup>
-            <col style={{ width: "16%" }} />
-            <col style={{ width: "9%" }} />
-            <col style={{ width: "18%" }} />
+            <col style={{ width: "14%" }} />
+            <col style={{ width: "12%" }} />
+            <col style={{ width: "17%" }} />
             <col style={{ width: "22%" }} />
             <col style={{ width: "12%" }} />
             <col style={{ width: "23%" }} />
