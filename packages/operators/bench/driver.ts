@@ -55,6 +55,11 @@ export interface KeyedWorkloadDef {
 }
 
 declare const gc: (() => void) | undefined;
+/** Heap plus ArrayBuffer memory: typed-array columns (key slots, rows) live outside the V8 heap. */
+const usedBytes = (): number => {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+};
 const collect = (): void => {
   if (typeof gc === "function") {
     gc();
@@ -100,7 +105,7 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
           let heapBefore = 0;
           if (measureState) {
             collect();
-            heapBefore = process.memoryUsage().heapUsed;
+            heapBefore = usedBytes();
           }
           let maxTs = Number.NEGATIVE_INFINITY;
           let wm = Number.NEGATIVE_INFINITY;
@@ -131,7 +136,7 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
             const p0 = process.hrtime.bigint();
             const s = host.stateStats();
             collect();
-            const heapBytes = typeof gc === "function" ? process.memoryUsage().heapUsed - heapBefore : undefined;
+            const heapBytes = typeof gc === "function" ? usedBytes() - heapBefore : undefined;
             state = { keys: s.keys, timers: s.timers, estimatedBytes: s.stateBytes, ...(heapBytes !== undefined ? { heapBytes } : {}) };
             paused = process.hrtime.bigint() - p0;
           }

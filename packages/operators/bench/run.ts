@@ -45,5 +45,5 @@ console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} 
 console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key |");
 console.log("|---|---:|---:|---|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);
-console.log(`\nheap / key: V8 heap growth over the run, measured before end of input (after GC), divided by live keys; needs --expose-gc. estimate / key: the engine's own state size estimate (metrics). Workloads:`);
+console.log(`\nheap / key: V8 heap plus ArrayBuffer growth over the run, measured before end of input (after GC), divided by live keys; needs --expose-gc. estimate / key: the engine's own state size estimate (metrics). Workloads:`);
 for (const w of workloads) if (!only || only.includes(w.id)) console.log(`- ${w.title}: ${w.description}`);
