@@ -207,4 +207,23 @@ describe("a job on the disk backend", () => {
     expect(readdirSync(path.join(root, "shared"))).toHaveLength(2);
     s2.close();
   });
+
+  it("restores a heap checkpoint (every entry in the snapshot) and goes on as the heap backend does", () => {
+    const root = scratch();
+    const heap = LocalJob.create(doc);
+    const heapOut = feed(heap, 0, 3000);
+    heap.endOfInput("src");
+    heapOut.push(...heap.drain());
+
+    const first = LocalJob.create(doc);
+    const out = feed(first, 0, 1200);
+    const s = store(root, "from-heap", 64);
+    const second = LocalJob.restore(doc, first.snapshot(), { stateBackend: (id) => s.backendFor(id) });
+    out.push(...feed(second, 1200, 3000));
+    second.endOfInput("src");
+    out.push(...second.drain());
+    expect(out).toEqual(heapOut);
+    expect(second.snapshot()).toEqual(heap.snapshot());
+    s.close();
+  });
 });
