@@ -214,6 +214,15 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       let sampledBytes = 0;
       let sampled = 0;
       const known = (t as AdoptedTable).estimatedBytes?.();
+      if (known !== undefined && t.kind !== "map") {
+        // An adopted table knows its bytes: only its keys are needed, not its values in stored form.
+        for (const k of t.keys()) {
+          keys.add(k);
+          stateEntries++;
+        }
+        stateBytes += known;
+        continue;
+      }
       for (const [k, v] of t.entries()) {
         keys.add(k);
         stateEntries += t.kind === "map" ? (v as Map<string, unknown>).size : 1;

@@ -244,7 +244,7 @@ export abstract class OperatorKeptTable implements AdoptedTable {
   }
   get size(): number {
     let n = 0;
-    for (const _ of this.entries()) n++;
+    for (const _ of this.keys()) n++;
     return n;
   }
   *keys(): IterableIterator<Key> {

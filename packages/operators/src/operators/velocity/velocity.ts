@@ -515,6 +515,13 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const w = slot >= 0 ? this.windows[slot] : undefined;
     return w === undefined && p === undefined ? undefined : this.stored(w, p);
   }
+  /** The keys holding a window or waiting records, without building their stored form (state stats). */
+  override *keys(): IterableIterator<Key> {
+    for (const slot of this.slots.slots()) yield this.slots.keyAt(slot) as Key;
+    const waitingOnly = new Set<Key>();
+    for (const at of this.pending.values()) for (const key of at.keys) if (this.slots.find(key) < 0) waitingOnly.add(key);
+    yield* waitingOnly;
+  }
   *entries(): IterableIterator<[Key, unknown]> {
     const byKey = this.pendingByKey();
     for (const slot of this.slots.slots()) {
