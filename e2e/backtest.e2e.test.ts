@@ -2,12 +2,14 @@
 // velocity rule over a recorded range of its topic (between two instants) from the pipeline's Audit
 // tab, sees it finish with its counts, and compares it with a backtest of version 1 over the same
 // range: alerts in both, only new, only old, per hour, precision and recall from the records'
-// fraud label. Screenshots: e2e/artifacts/backtest-*.png.
+// fraud label. Then an emergency rollback of the rule reaches the approvers: the badge in the user
+// menu counts it, and the Notifications page shows it with its reason.
+// Screenshots: e2e/artifacts/backtest-*.png, notifications-*.png.
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
-import { apiClient, artifactPath, launchBrowser, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
+import { apiClient, artifactPath, e2eEmail, launchBrowser, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
 
 const BROKERS = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 const run = randomBytes(4).toString("hex");
@@ -52,6 +54,7 @@ describe("a backtest over a topic range, compared in the browser", () => {
   let app: WebApp;
   let runner: TestRunner;
   let analyst: TestBrowser;
+  let approver: TestBrowser | undefined;
   let pipelineId = "";
   let v1Backtest = "";
 
@@ -81,6 +84,7 @@ describe("a backtest over a topic range, compared in the browser", () => {
 
   afterAll(async () => {
     await analyst?.close();
+    await approver?.close();
     await app?.stop();
     await runner?.stop();
   });
@@ -127,5 +131,45 @@ describe("a backtest over a topic range, compared in the browser", () => {
     await page.screenshot({ path: artifactPath("backtest-2-comparison.png"), fullPage: true });
     await panel.screenshot({ path: artifactPath("backtest-3-panel.png") });
     expect(analyst.pageErrors).toEqual([]);
+  });
+
+  it("an emergency rollback reaches the approvers: the badge counts it and the Notifications page shows why", async () => {
+    const ana = apiClient(app.url, "ana");
+    const pat = apiClient(app.url, "pat", "approver");
+    const [v2, v1] = (await ana.pipeline.get.query({ id: pipelineId })).versions.map((v) => v.id);
+    if (!v1 || !v2) throw new Error("the pipeline should have two versions");
+    const asked1 = await ana.promotion.request.mutate({ versionId: v1, reason: "first version of this rule, e2e" });
+    await pat.promotion.approve.mutate({ requestId: asked1.id, comment: "ok" });
+    await pat.deployment.deploy.mutate({ versionId: v1, mode: "enforcing", reason: "v1 enforces" });
+    await ana.deployment.deploy.mutate({ versionId: v2, mode: "shadow" });
+    const asked2 = await ana.promotion.request.mutate({ versionId: v2, reason: "the backtest catches more bursts" });
+    await pat.promotion.approve.mutate({ requestId: asked2.id, comment: "backtest read" });
+    await pat.deployment.deploy.mutate({ versionId: v2, mode: "enforcing", reason: `promotion ${asked2.id}` });
+    await pat.promotion.rollback.mutate({ pipelineId, emergency: true, reason: "v2 blocks good customers at checkout" });
+
+    approver = await launchBrowser({ signIn: "sam", role: "approver" });
+    const page = approver.page;
+    await page.goto(`${app.url}/?pipeline=${pipelineId}`, { waitUntil: "domcontentloaded" });
+    const badge = page.getByTestId("nav-notifications");
+    await expect.poll(async () => badge.getAttribute("data-unread"), { timeout: 20_000 }).toBe("1");
+    expect(await page.getByTestId("notifications-unread").textContent()).toBe("1");
+    // The analyst is not an approver: no badge.
+    await analyst.page.goto(`${app.url}/?pipeline=${pipelineId}`, { waitUntil: "domcontentloaded" });
+    await analyst.page.getByTestId("user-menu").waitFor();
+    expect(await analyst.page.getByTestId("nav-notifications").count()).toBe(0);
+
+    await badge.click();
+    const item = page.getByTestId("notification");
+    await item.first().waitFor({ timeout: 20_000 });
+    expect(await item.count()).toBe(1);
+    expect(await item.first().getAttribute("data-kind")).toBe("emergency_rollback");
+    const text = await item.first().textContent();
+    expect(text).toContain(`Emergency rollback of ${RULE}: v2 → v1`);
+    expect(text).toContain(`${e2eEmail("pat")} rolled ${RULE} back to version 1 without an approval: v2 blocks good customers at checkout`);
+    await page.screenshot({ path: artifactPath("notifications-1-unread.png"), fullPage: true });
+    await page.getByTestId("notification-read").click();
+    await expect.poll(async () => item.first().getAttribute("data-read"), { timeout: 20_000 }).toBe("true");
+    await page.screenshot({ path: artifactPath("notifications-2-read.png"), fullPage: true });
+    expect(approver.pageErrors).toEqual([]);
   });
 });

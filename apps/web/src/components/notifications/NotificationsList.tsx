@@ -3,6 +3,8 @@
 // the webhook took it, and "mark read" (one, or all).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useTRPC } from "../../trpc/react";
+// The page frame (.kf-page) is styled with the other signed-in pages.
+import "../auth/auth.css";
 import "./notifications.css";
 
 export function NotificationsList() {
@@ -29,7 +31,7 @@ export function NotificationsList() {
             <span className="kf-notifications__meta">
               {n.pipelineId ? <a href={`/?pipeline=${n.pipelineId}`}>open the pipeline</a> : null}
               {n.webhookResult ? ` · webhook: ${n.webhookResult}` : ""}
-            </span>
+            </span>{" "}
             {n.readAt ? null : (
               <button type="button" className="kf-button kf-button--small" onClick={() => markRead.mutate({ ids: [n.id] })} data-testid="notification-read">
                 Mark read
