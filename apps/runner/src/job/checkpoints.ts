@@ -207,6 +207,8 @@ export class DirectoryCheckpointStore implements CheckpointStore {
 
   /** Keeps the newest `retained` checkpoints; drops older ones and abandoned attempts. */
   private async prune(): Promise<void> {
+    // A zombie resumed here must not delete the new owner's checkpoints or its folder in progress.
+    await this.lease.check("anything: pruning old checkpoints is the new owner's");
     const all = await this.entries();
     const keepFrom = all[Math.max(0, all.length - this.retained)]?.id ?? 0;
     for (const e of all) {

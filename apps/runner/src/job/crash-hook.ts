@@ -5,7 +5,9 @@
 //   after-checkpoint-write  `chk-<id>/` durable, no sink committed yet
 //   after-commit            every sink committed, `_committed` not yet written (the window of the old
 //                           duplicate-output bug)
-// Nothing else reads this variable; unset (always, outside tests) it costs one comparison.
+// KEYFLOW_STOP_AT=<phase>[@<n>] freezes the process there with SIGSTOP instead (the zombie test:
+// a runner stalled in the middle of a commit, then replaced and resumed with SIGCONT).
+// Nothing else reads these variables; unset (always, outside tests) they cost one comparison.
 export const CRASH_PHASES = ["after-precommit", "after-checkpoint-write", "after-commit"] as const;
 export type CrashPhase = (typeof CRASH_PHASES)[number];
 
@@ -14,21 +16,29 @@ interface CrashSpec {
   nth: number;
 }
 
-function parseSpec(raw: string | undefined): CrashSpec | undefined {
+function parseSpec(raw: string | undefined, variable: string): CrashSpec | undefined {
   if (raw === undefined || raw === "") return undefined;
   const m = /^([a-z-]+)(?:@(\d+))?$/.exec(raw);
   const phase = CRASH_PHASES.find((p) => p === m?.[1]);
-  if (!m || !phase) throw new Error(`KEYFLOW_CRASH_AT="${raw}": expected one of ${CRASH_PHASES.join(", ")}, optionally followed by @<n>`);
+  if (!m || !phase) throw new Error(`${variable}="${raw}": expected one of ${CRASH_PHASES.join(", ")}, optionally followed by @<n>`);
   return { phase, nth: m[2] === undefined ? 1 : Math.max(1, Number(m[2])) };
 }
 
-const spec = parseSpec(process.env.KEYFLOW_CRASH_AT);
-let reached = 0;
+const crash = parseSpec(process.env.KEYFLOW_CRASH_AT, "KEYFLOW_CRASH_AT");
+const stop = parseSpec(process.env.KEYFLOW_STOP_AT, "KEYFLOW_STOP_AT");
+const reached = new Map<CrashPhase, number>();
 
 /** Called by the driver at each phase of a checkpoint's two-phase commit. */
 export function crashPoint(phase: CrashPhase): void {
-  if (spec === undefined || spec.phase !== phase) return;
-  if (++reached < spec.nth) return;
-  process.stderr.write(`keyflow: KEYFLOW_CRASH_AT=${phase}@${spec.nth}: killing this process (test hook)\n`);
-  process.kill(process.pid, "SIGKILL");
+  if (crash?.phase !== phase && stop?.phase !== phase) return;
+  const n = (reached.get(phase) ?? 0) + 1;
+  reached.set(phase, n);
+  if (crash?.phase === phase && n === crash.nth) {
+    process.stderr.write(`keyflow: KEYFLOW_CRASH_AT=${phase}@${crash.nth}: killing this process (test hook)\n`);
+    process.kill(process.pid, "SIGKILL");
+  }
+  if (stop?.phase === phase && n === stop.nth) {
+    process.stderr.write(`keyflow: KEYFLOW_STOP_AT=${phase}@${stop.nth}: stopping this process with SIGSTOP (test hook)\n`);
+    process.kill(process.pid, "SIGSTOP"); // execution goes on here after SIGCONT
+  }
 }

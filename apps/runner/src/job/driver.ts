@@ -654,6 +654,8 @@ export class JobDriver {
     phase.push(performance.now());
     await checkpoints.markCommitted(id);
     phase.push(performance.now());
+    // A runner fenced meanwhile must not commit stale offsets to the job's consumer group.
+    await checkpoints.checkOwner?.(`the group offsets of checkpoint ${id}`);
     for (const source of this.sources) await source.checkpointCompleted?.(sources[source.nodeId] ?? null);
     this.checkpointsCompleted++;
     const acks: CheckpointAck[] = extra.tasks?.map((t) => ({ task: t.task, subtask: t.subtask, bytes: t.bytes, alignmentMs: t.alignmentMs, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}) })) ?? [

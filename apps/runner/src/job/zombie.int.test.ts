@@ -7,7 +7,7 @@
 // without a fresh producer and without writing a checkpoint, and the output read with read_committed
 // must equal an uninterrupted run's exactly. Slow by nature: the freeze lasts past the 60 s minimum
 // transaction timeout plus the broker's 10 s check for expired transactions.
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -28,6 +28,8 @@ const kafka = new Kafka({ clientId: `keyflow-zombie-${run}`, brokers: [...broker
 let admin: Admin;
 const cliEnv = { KAFKA_BROKERS: brokers.join(","), KEYFLOW_LOG_LEVEL: "debug" };
 const dir = mkdtempSync(path.join(tmpdir(), "keyflow-zombie-"));
+/** The uninterrupted run's committed output. */
+let want: Record<string, string[]> = {};
 
 function writePipeline(name: string, base: string): string {
   const file = path.join(dir, `${name}.json`);
@@ -70,69 +72,106 @@ beforeAll(async () => {
   await admin.connect();
   await admin.createTopics({ topics: [{ topic: PAYMENTS, numPartitions: 1 }], waitForLeaders: true });
   await produceTestPayments(kafka, PAYMENTS, EVENTS, CARDS, 100);
+  const refName = `zombie-ref-${run}`;
+  const refBase = `zombie-${run}-reference`;
+  const ref = await startCli(["run", writePipeline(refName, refBase), "--checkpoint-dir", path.join(dir, "ckpt-reference")], { env: cliEnv }).done;
+  expect(ref.code, ref.stderr.slice(-2_000)).toBe(0);
+  want = await outputs(refName, refBase);
+  expect(want.alerts!.length).toBeGreaterThan(10_000);
 });
 
 afterAll(async () => {
   await admin?.disconnect();
 });
 
-describe("a zombie runner (SIGSTOP past its transaction timeout, replaced, then SIGCONT)", () => {
-  it("stops itself as fenced, writes no checkpoint, and the committed output equals an uninterrupted run's", { timeout: 600_000 }, async () => {
-    const refName = `zombie-ref-${run}`;
-    const refBase = `zombie-${run}-reference`;
-    const ref = await startCli(["run", writePipeline(refName, refBase), "--checkpoint-dir", path.join(dir, "ckpt-reference")], { env: cliEnv }).done;
-    expect(ref.code, ref.stderr.slice(-2_000)).toBe(0);
-    const want = await outputs(refName, refBase);
-    expect(want.alerts!.length).toBeGreaterThan(10_000);
+/** Whether process `pid` is stopped (state T in /proc/<pid>/stat). */
+function isStopped(pid: number | undefined): boolean {
+  try {
+    return pid !== undefined && /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
 
-    const name = `zombie-${run}`;
-    const base = `zombie-${run}-out`;
-    const file = writePipeline(name, base);
-    const ckpt = path.join(dir, "ckpt");
-
-    // The first runner: frozen mid-stream, just after its second checkpoint was committed (`_committed`
-    // written), so it holds an open transaction of the next epoch. Frozen inside the commit window
-    // instead (between `chk-<n>` and the commits), the broker aborts after the timeout the transactions
-    // checkpoint n lists that were not committed yet, while those of other sinks may already be: the
-    // replacement then refuses to start ("can no longer be committed ... that checkpoint's output is
-    // lost"). A first run of this test froze there and found it; not fixed yet (each sink has its own
-    // transaction, so the epoch cannot simply be replayed from checkpoint n-1).
-    const first = startCli(["run", file, "--checkpoint-dir", ckpt], { env: cliEnv });
-    let firstExit: CliResult | undefined;
-    void first.done.then((r) => (firstExit = r));
-    let firstLog = "";
-    first.child.stderr?.on("data", (d: string) => (firstLog += d));
-    const committed = (id: number) => existsSync(path.join(ckpt, `chk-${String(id).padStart(10, "0")}`, "_committed"));
-    await eventually(() => firstExit !== undefined || (newest(ckpt) >= 2 && committed(newest(ckpt))), "a second committed checkpoint of the first runner", 120_000, 2);
+/**
+ * The first runner is frozen (`freeze` says where), the replacement takes the folder over after
+ * FREEZE_MS, the first is resumed with SIGCONT while the replacement runs; both exits and the output.
+ */
+async function zombieScenario(tag: string, freeze: { env: Record<string, string> } | { when: (ckpt: string) => boolean }) {
+  const name = `zombie-${tag}-${run}`;
+  const base = `zombie-${run}-${tag}`;
+  const file = writePipeline(name, base);
+  const ckpt = path.join(dir, `ckpt-${tag}`);
+  const first = startCli(["run", file, "--checkpoint-dir", ckpt], { env: { ...cliEnv, ...("env" in freeze ? freeze.env : {}) } });
+  let firstExit: CliResult | undefined;
+  void first.done.then((r) => (firstExit = r));
+  let firstLog = "";
+  first.child.stderr?.on("data", (d: string) => (firstLog += d));
+  let second: ReturnType<typeof startCli> | undefined;
+  let secondExit: CliResult | undefined;
+  try {
+  if ("when" in freeze) {
+    await eventually(() => firstExit !== undefined || freeze.when(ckpt), "the first runner's freezing point", 120_000, 2);
     expect(firstExit, "the first runner ended before it could be frozen: raise EVENTS").toBeUndefined();
     first.child.kill("SIGSTOP");
-    const frozenAt = newest(ckpt);
-    await new Promise((r) => setTimeout(r, FREEZE_MS));
+  } else {
+    await eventually(() => firstExit !== undefined || isStopped(first.child.pid), "the first runner to stop itself (KEYFLOW_STOP_AT)", 120_000, 10);
+    expect(firstExit, firstExit?.stderr.slice(-2_000)).toBeUndefined();
+  }
+  const frozenAt = newest(ckpt);
+  await new Promise((r) => setTimeout(r, FREEZE_MS));
 
-    // The replacement takes the folder over (the first runner's lease has not been renewed for 75 s).
-    const second = startCli(["run", file, "--checkpoint-dir", ckpt], { env: cliEnv });
-    let secondExit: CliResult | undefined;
-    void second.done.then((r) => (secondExit = r));
-    await eventually(() => secondExit !== undefined || newest(ckpt) > frozenAt + 1, "a checkpoint of the replacement", 120_000, 10);
-    expect(secondExit, `the replacement ended before the first runner was resumed: raise EVENTS\n${secondExit?.stderr.slice(-2_000)}`).toBeUndefined();
+  // The replacement takes the folder over (the first runner's lease has not been renewed for 75 s).
+  second = startCli(["run", file, "--checkpoint-dir", ckpt], { env: cliEnv });
+  void second.done.then((r) => (secondExit = r));
+  await eventually(() => secondExit !== undefined || newest(ckpt) > frozenAt + 1, "a checkpoint of the replacement", 120_000, 10);
+  expect(secondExit?.code ?? "running", `the replacement ended before the first runner was resumed (raise EVENTS if it finished)\n${secondExit?.stderr.slice(-2_000)}`).toBe("running");
 
-    // The zombie wakes up while the replacement runs.
-    const resumedAt = firstLog.length;
-    first.child.kill("SIGCONT");
-    const zombie = await first.done;
-    const afterResume = firstLog.slice(resumedAt);
-    const secondResult = await second.done;
-    console.log(`zombie: ${zombie.stderr.split("\n").find((l) => l.startsWith("keyflow run:")) ?? "(no error line)"}`);
+  // The zombie wakes up while the replacement runs.
+  const resumedAt = firstLog.length;
+  first.child.kill("SIGCONT");
+  const zombie = await first.done;
+  const afterResume = firstLog.slice(resumedAt);
+  const replacement = await second.done;
+  console.log(`zombie (${tag}): ${zombie.stderr.split("\n").find((l) => l.startsWith("keyflow run:")) ?? "(no error line)"}`);
+  return { zombie, afterResume, replacement, frozenAt, got: await outputs(name, base) };
+  } finally {
+    // A failed expectation must not leave a frozen or running runner behind.
+    if (firstExit === undefined) (first.child.kill("SIGCONT"), first.child.kill("SIGKILL"));
+    if (second && secondExit === undefined) second.child.kill("SIGKILL");
+  }
+}
 
-    expect(secondResult.code, secondResult.stderr.slice(-3_000)).toBe(0);
-    expect(secondResult.stderr).toMatch(/taking over checkpoint folder .* from runner pid \d+ .*whose lease was last renewed/);
-    expect(zombie.code, zombie.stderr.slice(-3_000)).not.toBe(0);
-    expect(zombie.stderr, zombie.stderr.slice(-3_000)).toMatch(/keyflow run: .*fenced/);
-    // No checkpoint completed after the resume. Had the zombie started a fresh producer, its
-    // InitProducerId would have fenced the replacement, which then could not have finished (above).
-    expect(afterResume).not.toMatch(/checkpoint \d+ done/);
+function expectZombieFencedAndOutputExact(r: Awaited<ReturnType<typeof zombieScenario>>): void {
+  expect(r.replacement.code, r.replacement.stderr.slice(-3_000)).toBe(0);
+  expect(r.replacement.stderr).toMatch(/taking over checkpoint folder .* from runner pid \d+ .*whose lease was last renewed/);
+  expect(r.zombie.code, r.zombie.stderr.slice(-3_000)).not.toBe(0);
+  expect(r.zombie.stderr, r.zombie.stderr.slice(-3_000)).toMatch(/keyflow run: .*fenced/);
+  // No checkpoint newer than the one it was frozen at completed after the resume (one whose marker
+  // was written before the freeze may still log its end). Had the zombie started a fresh producer, its
+  // InitProducerId would have fenced the replacement, which then could not have finished (above).
+  const doneAfter = [...r.afterResume.matchAll(/checkpoint (\d+) done/g)].map((m) => Number(m[1]));
+  expect(doneAfter.filter((id) => id > r.frozenAt)).toEqual([]);
+  for (const k of ["alerts", "dupes", "deadLetters"]) expect({ k, ...difference(r.got[k]!, want[k]!) }).toEqual({ k, missing: 0, extra: 0 });
+}
 
-    const got = await outputs(name, base);
-    for (const k of ["alerts", "dupes", "deadLetters"]) expect({ k, ...difference(got[k]!, want[k]!) }).toEqual({ k, missing: 0, extra: 0 });
+describe("a zombie runner (SIGSTOP past its transaction timeout, replaced, then SIGCONT)", () => {
+  // Frozen mid-stream, just after its second checkpoint was committed (`_committed` written), so it
+  // holds an open transaction of the next epoch.
+  it("frozen between checkpoints: it stops itself as fenced, writes no checkpoint, and the committed output equals an uninterrupted run's", { timeout: 600_000 }, async () => {
+    const committed = (ckpt: string, id: number) => existsSync(path.join(ckpt, `chk-${String(id).padStart(10, "0")}`, "_committed"));
+    expectZombieFencedAndOutputExact(await zombieScenario("between", { when: (ckpt) => newest(ckpt) >= 2 && committed(ckpt, newest(ckpt)) }));
+  });
+
+  // KNOWN FAILURE, kept as an executable record (it.fails passes while the bug is there; a fix makes it
+  // fail, and then it becomes a plain `it`). Frozen inside the commit window (`chk-3` durable, no sink
+  // committed yet), the broker aborts the transactions checkpoint 3 lists once their timeout passes;
+  // the replacement restores checkpoint 3, cannot finish its commit ("can no longer be committed ...
+  // that checkpoint's output is lost") and exits 1, and so would every restart. A first run of the test
+  // above froze there by chance and found it. Replaying the epoch from checkpoint 2 instead would be
+  // exact only if the epoch's sinks and dead letters shared one Kafka transaction (now each has its own,
+  // so some may have committed while others were aborted).
+  it.fails("frozen inside the commit window past the transaction timeout: the replacement recovers the epoch (known failure)", { timeout: 600_000 }, async () => {
+    expectZombieFencedAndOutputExact(await zombieScenario("commit-window", { env: { KEYFLOW_STOP_AT: "after-checkpoint-write@3" } }));
   });
 });
