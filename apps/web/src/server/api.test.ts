@@ -151,7 +151,8 @@ describe("tRPC API", () => {
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
       req.on("end", () => {
         received.push({ method: req.method, url: req.url, body: JSON.parse(body) as unknown });
-        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id: "job-1", status: "starting" }));
+        const jobId = (JSON.parse(body) as { jobId?: string }).jobId ?? "job-1";
+        res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id: jobId, status: "starting", routing: { modes: { "1": "shadow" } } }));
       });
     });
     await new Promise<void>((resolve) => runner.listen(0, "127.0.0.1", resolve));
@@ -163,11 +164,16 @@ describe("tRPC API", () => {
       const { id } = await api.pipeline.create({ name: "deployed", graph: doc("deployed") });
       const { version } = await api.pipeline.saveVersion({ pipelineId: id, graph: doc("deployed"), message: "go" });
       const deployment = await deployer.deployment.deploy({ versionId: version.id, mode: "shadow" });
-      expect(deployment).toMatchObject({ versionId: version.id, pipelineId: id, status: "running", runnerJobId: "job-1" });
-      expect(received).toEqual([{ method: "POST", url: "/jobs", body: { deploymentId: deployment.id, pipeline: expect.objectContaining({ name: "deployed", format: PIPELINE_FORMAT }) } }]);
-      // Shadow: the runner gets the rule with its alert sink on deployed.shadow, never on the enforcement topic "alerts".
-      const submitted = (received[0] as { body: { pipeline: { nodes: { id: string; params: { topic?: string } }[] } } }).body.pipeline;
-      expect(submitted.nodes.find((n) => n.id === "alerts")?.params.topic).toBe("deployed.shadow");
+      // The rule's first live version starts its rule job, with the version as a shadow branch: the
+      // runner routes that branch's alerts to deployed.shadow (apps/runner/src/job/routing.ts).
+      expect(deployment).toMatchObject({ versionId: version.id, pipelineId: id, status: "running", runnerJobId: `rule-${deployment.id}` });
+      expect(received).toEqual([
+        {
+          method: "POST",
+          url: "/rule-jobs",
+          body: { jobId: `rule-${deployment.id}`, rule: { name: "deployed", branches: [{ version: 1, mode: "shadow", pipeline: expect.objectContaining({ name: "deployed", format: PIPELINE_FORMAT }) }] } },
+        },
+      ]);
     } finally {
       runner.close();
     }

@@ -102,11 +102,12 @@ async function deployBranch(prisma: PrismaClient, runnerUrl: string, input: Depl
     const jobId = `${RULE_JOB_PREFIX}${deployment.id}`;
     try {
       const job = await startRuleJob(runnerUrl, { jobId, rule: { name: version.pipeline.name, branches: [{ version: version.number, mode: input.mode, pipeline }] } });
-      const row = await prisma.deployment.update({ where: { id: deployment.id }, data: { runnerJobId: jobId, status: deploymentStatus(job.status) } });
+      // The runner's id for the job (the one asked for).
+      const row = await prisma.deployment.update({ where: { id: deployment.id }, data: { runnerJobId: job.id, status: deploymentStatus(job.status) } });
       return { ...row, routingSwitch: null };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", failureReason: reason, stoppedAt: new Date(), runnerJobId: jobId } });
+      await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", failureReason: reason, stoppedAt: new Date() } });
       throw ruleJobTrouble(error, `deployment ${deployment.id} failed`);
     }
   }
