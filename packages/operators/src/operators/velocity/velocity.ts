@@ -120,6 +120,22 @@ interface KeyWindow extends JsonObject {
 
 const emptyWindow = (): KeyWindow => ({ ts: [], ids: [], pendingTs: null, pendingValues: null, cleanupAt: null });
 
+/**
+ * What counting reads and writes of a key's window: the handle storage's KeyWindow, or the heap
+ * storage's SlotWindow, whose `ids` stays null while every record of the window has no id (no
+ * array of nulls per key when records carry no id field).
+ */
+interface CountWindow {
+  ts: number[];
+  ids: Array<string | number | null> | null;
+}
+
+/** The heap storage's window of one key (see SlotOrderedVelocity). */
+interface SlotWindow extends CountWindow {
+  /** When the key's cleanup is scheduled (last record + windowMs); null when none is. */
+  cleanupAt: number | null;
+}
+
 /** Drops the first `n` elements in place (splice would allocate an array of the removed ones). */
 function dropFirst<T>(a: T[], n: number): void {
   const len = a.length;
@@ -131,10 +147,10 @@ function dropFirst<T>(a: T[], n: number): void {
 const RELEASE_TIMER = "release";
 
 /** The alert for a record of `key` at `ts` counting the window entries [from, to). */
-function alert(key: Key | null, value: JsonObject, ts: number, w: KeyWindow, from: number, to: number, out: Collector): void {
+function alert(key: Key | null, value: JsonObject, ts: number, w: CountWindow, from: number, to: number, out: Collector): void {
   const refs: EvidenceRef[] = [];
   for (let i = Math.max(from, to - EVIDENCE_CAP); i < to; i++) {
-    const id = w.ids[i];
+    const id = w.ids === null ? null : w.ids[i];
     const t = w.ts[i] as number;
     refs.push(id === null || id === undefined ? { ts: t } : { id, ts: t });
   }
@@ -148,17 +164,19 @@ function alert(key: Key | null, value: JsonObject, ts: number, w: KeyWindow, fro
  * (later than every entry of the window), together, and alerts for each when the count reaches
  * the threshold. Records come here in timestamp order, so the window is sorted and eviction is a prefix.
  */
-function countGroup(params: VelocityParams, key: Key | null, w: KeyWindow, ts: number, values: readonly JsonObject[], from: number, to: number, out: Collector): void {
+function countGroup(params: VelocityParams, key: Key | null, w: CountWindow, ts: number, values: readonly JsonObject[], from: number, to: number, out: Collector): void {
   const horizon = ts - params.windowMs;
   let first = 0;
   while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
   if (first > 0) {
     dropFirst(w.ts, first);
-    dropFirst(w.ids, first);
+    if (w.ids !== null) dropFirst(w.ids, first);
   }
   for (let k = from; k < to; k++) {
+    const id = idOf(values[k] as JsonObject, params.idField);
+    if (w.ids === null && id !== null) w.ids = new Array<string | number | null>(w.ts.length).fill(null);
     w.ts.push(ts);
-    w.ids.push(idOf(values[k] as JsonObject, params.idField));
+    w.ids?.push(id);
   }
   if (w.ts.length >= params.threshold) {
     for (let k = from; k < to; k++) alert(key, values[k] as JsonObject, ts, w, 0, w.ts.length, out);
@@ -381,7 +399,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   readonly kind = "value" as const;
   readonly impliedTimerNamespaces = [RELEASE_TIMER, CLEANUP_TIMER];
   private readonly slots = new KeySlots();
-  private windows: Array<KeyWindow | undefined> = [];
+  private windows: Array<SlotWindow | undefined> = [];
   private readonly cleanups: SlotSchedule;
   private readonly pending = new Map<number, PendingAt>();
   private readonly times = new NumberMinHeap();
@@ -464,7 +482,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       const slot = this.slots.findOrAdd(key);
       let w = this.windows[slot];
       if (w === undefined) {
-        w = emptyWindow();
+        w = { ts: [], ids: null, cleanupAt: null };
         this.windows[slot] = w;
       }
       countGroup(this.params, key, w, ts, sorted, i, j, ctx.forKey(key));
@@ -473,7 +491,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     }
   }
 
-  private ensureCleanup(slot: number, w: KeyWindow): void {
+  private ensureCleanup(slot: number, w: SlotWindow): void {
     const last = w.ts[w.ts.length - 1];
     if (w.cleanupAt === null && last !== undefined) {
       w.cleanupAt = last + this.params.windowMs;
@@ -502,8 +520,10 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     return byKey;
   }
 
-  private stored(w: KeyWindow | undefined, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
-    const v: KeyWindow = { ts: [...(w?.ts ?? [])], ids: [...(w?.ids ?? [])], pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: w?.cleanupAt ?? null };
+  private stored(w: SlotWindow | undefined, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
+    const ts = w?.ts ?? [];
+    const ids = w?.ids ?? new Array<string | number | null>(ts.length).fill(null);
+    const v: KeyWindow = { ts: [...ts], ids: [...ids], pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: w?.cleanupAt ?? null };
     // The TTL stamp: the latest time the handle storage would have written the entry at.
     const last = Math.max(v.ts[v.ts.length - 1] ?? Number.NEGATIVE_INFINITY, ...(p?.ts ?? []));
     return { v, t: last };
@@ -547,7 +567,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       const v = (stored as TtlEntry<KeyWindow>).v;
       if (v.ts.length > 0) {
         const slot = this.slots.findOrAdd(key);
-        const w: KeyWindow = { ts: [...v.ts], ids: [...v.ids], pendingTs: null, pendingValues: null, cleanupAt: null };
+        const w: SlotWindow = { ts: [...v.ts], ids: v.ids.some((id) => id !== null) ? [...v.ids] : null, cleanupAt: null };
         this.windows[slot] = w;
         this.ensureCleanup(slot, w);
       }
