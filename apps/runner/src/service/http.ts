@@ -21,6 +21,7 @@ import type { OperatorSkew } from "../ops/skew";
 import type { CheckpointProgress, FailedCheckpoint } from "../exec/parallel";
 import { branchModeSchema, composeRuleJob, inVersionTerms } from "../job/rule-job";
 import { RoutingError } from "../job/routing";
+import { receiveUpload, UploadRefusedError, uploadLimit } from "./uploads";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** A dry run carries its sample in the body. */
@@ -379,6 +380,23 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       },
     },
     {
+      // A recorded JSON-lines file for a backtest (./uploads.ts): stored under the data directory, named by the runner.
+      method: "POST",
+      pattern: /^\/files$/,
+      handle: async (req, res) => {
+        try {
+          const stored = await receiveUpload(req, env.dataDir, uploadLimit());
+          log.info(`stored upload ${stored.path}: ${stored.records} records, ${stored.bytes} bytes`);
+          send(res, 201, stored);
+        } catch (err) {
+          if (!(err instanceof UploadRefusedError)) throw err;
+          // Past the limit the rest is not read: the connection closes after the answer.
+          if (err.status === 413) res.setHeader("connection", "close");
+          throw new HttpError(err.status, err.message);
+        }
+      },
+    },
+    {
       method: "POST",
       pattern: /^\/dry-run$/,
       handle: async (req, res) => {
@@ -609,8 +627,10 @@ export function refuseRequest(req: IncomingMessage, pathname: string, method: st
     const b = Buffer.from(token);
     if (a.length !== b.length || !timingSafeEqual(a, b)) return { status: 401, error: "missing or wrong bearer token (the runner's KEYFLOW_RUNNER_TOKEN)" };
   }
-  if (method === "POST" && !/^application\/json\b/i.test(req.headers["content-type"] ?? "")) {
-    return { status: 415, error: `${method} ${pathname} takes content-type application/json` };
+  // An upload is the one body that is not JSON: JSON lines, under their own type.
+  const bodyType = method === "POST" && pathname === "/files" ? "application/x-ndjson" : "application/json";
+  if (method === "POST" && (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() !== bodyType) {
+    return { status: 415, error: `${method} ${pathname} takes content-type ${bodyType}` };
   }
   if (method === "OPTIONS") return { status: 405, error: "no cross-origin access: the runner's API is for servers" };
   return undefined;
