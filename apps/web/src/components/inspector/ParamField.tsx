@@ -193,8 +193,10 @@ function MapControl({ field, value, onChange, disabled, testId }: ParamControlPr
         data-testid={`${testId}-add`}
         onClick={() => {
           const taken = new Set(entries.map(([k]) => k));
-          let name = "field";
-          for (let i = 2; taken.has(name); i++) name = `field${i}`;
+          // Names that must be digits (partitions) start at 0; others are field names.
+          const numbered = pattern?.test("0") === true && !pattern.test("field");
+          let name = numbered ? "0" : "field";
+          for (let i = numbered ? 1 : 2; taken.has(name); i++) name = numbered ? String(i) : `field${i}`;
           write([...entries, [name, ""]]);
         }}
       >

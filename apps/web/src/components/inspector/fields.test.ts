@@ -59,6 +59,9 @@ describe("describeParams: the catalog's params schemas → field descriptors", (
     expect(fieldsOf("process.custom").get("code")).toMatchObject({ kind: "code" });
     expect(fieldsOf("source.demo").get("eventsPerSecond")).toMatchObject({ kind: "number", exclusiveMinimum: 0, maximum: 100000 });
     expect(fieldsOf("topK").get("ttlMs")).toMatchObject({ kind: "duration", label: "TTL" });
+    // A backtest range: offsets per partition as digits, instants as epoch ms or ISO-8601 text.
+    expect(fieldsOf("source.kafka").get("startOffsets")).toMatchObject({ kind: "map", valueKind: "integer", keyPattern: "^\\d+$" });
+    expect(fieldsOf("source.kafka").get("endTime")).toMatchObject({ kind: "text" });
   });
 
   it("describes every param of every operator in the catalog, none as raw JSON", () => {

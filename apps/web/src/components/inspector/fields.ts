@@ -50,7 +50,7 @@ export interface FieldDescriptor {
   /** object: its fields. */
   fields?: readonly FieldDescriptor[];
   /** map (a record of named values): what each value is, and the pattern of the names. */
-  valueKind?: "cel" | "text";
+  valueKind?: "cel" | "text" | "integer";
   keyPattern?: string;
 }
 
@@ -58,6 +58,9 @@ type Schema = Record<string, unknown>;
 
 const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value);
 const types = (schema: Schema): string[] => (Array.isArray(schema.type) ? schema.type.filter((t): t is string => typeof t === "string") : typeof schema.type === "string" ? [schema.type] : []);
+
+/** The distinct types of an `anyOf`'s alternatives, sorted and joined ("integer,string"). */
+const alternativeTypes = (schema: Schema): string => (Array.isArray(schema.anyOf) ? [...new Set(schema.anyOf.filter(isSchema).flatMap(types))].sort().join() : "");
 
 const ACRONYMS: Record<string, string> = { id: "ID", ttl: "TTL", cel: "CEL", k: "K", iana: "IANA", url: "URL" };
 
@@ -106,14 +109,21 @@ function kindOf(name: string, schema: Schema): Pick<FieldDescriptor, "kind" | "o
       case "object": {
         if (isSchema(schema.properties) && Object.keys(schema.properties).length > 0) return { kind: "object" };
         const values = isSchema(schema.additionalProperties) ? schema.additionalProperties : undefined;
+        const pattern = isSchema(schema.propertyNames) && typeof schema.propertyNames.pattern === "string" ? schema.propertyNames.pattern : undefined;
+        const keyPattern = pattern ? { keyPattern: pattern } : {};
         if (values && types(values).length === 1 && types(values)[0] === "string") {
-          const pattern = isSchema(schema.propertyNames) && typeof schema.propertyNames.pattern === "string" ? schema.propertyNames.pattern : undefined;
-          return { kind: "map", valueKind: values[FORMAT_META_KEY] === "cel" ? "cel" : "text", ...(pattern ? { keyPattern: pattern } : {}) };
+          return { kind: "map", valueKind: values[FORMAT_META_KEY] === "cel" ? "cel" : "text", ...keyPattern };
         }
+        // An integer written as a number or as digits (source.kafka's offsets per partition): the map's
+        // text inputs hold digits, which the params schema turns into numbers.
+        if (values && alternativeTypes(values) === "integer,string") return { kind: "map", valueKind: "integer", ...keyPattern };
         return { kind: "json" };
       }
     }
   }
+  // A value written as a number or as text (an instant: epoch ms or ISO-8601): one text input, which
+  // the params schema parses either way.
+  if (alternativeTypes(schema) === "integer,string") return { kind: "text" };
   return { kind: "json" };
 }
 

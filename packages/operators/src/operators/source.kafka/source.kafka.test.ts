@@ -35,9 +35,10 @@ describe("source.kafka spec", () => {
     const p = sourceKafkaSpec.params.parse({ topic: "t", timestampField: "ts", bounded: true, startOffsets: { "0": "10", "1": 4 }, endOffsets: { "0": 20 } });
     expect(p.startOffsets).toEqual({ "0": 10, "1": 4 });
     expect(p.endOffsets).toEqual({ "0": 20 });
-    const t = sourceKafkaSpec.params.parse({ topic: "t", timestampField: "ts", bounded: true, startTime: "2026-01-01T00:00:00Z", endTime: 1_767_229_200_000 });
+    const t = sourceKafkaSpec.params.parse({ topic: "t", timestampField: "ts", bounded: true, startTime: "2026-01-01T00:00:00Z", endTime: "1767229200000" });
     expect(t.startTime).toBe(Date.UTC(2026, 0, 1));
     expect(t.endTime).toBe(1_767_229_200_000);
+    expect(sourceKafkaSpec.params.parse({ topic: "t", timestampField: "ts", bounded: true, endTime: 1_767_229_200_000 }).endTime).toBe(1_767_229_200_000);
     expect(sourceKafkaSpec.params.safeParse({ topic: "t", timestampField: "ts", startOffsets: { p0: 1 } }).success).toBe(false);
     expect(sourceKafkaSpec.params.safeParse({ topic: "t", timestampField: "ts", startOffsets: {} }).success).toBe(false);
     expect(sourceKafkaSpec.params.safeParse({ topic: "t", timestampField: "ts", endTime: "yesterday" }).success).toBe(false);

@@ -9,7 +9,12 @@ const partitionOffsets = z
   .record(z.string().regex(/^\d+$/, { error: "partition numbers are non-negative integers" }), z.union([z.number().int().min(0), z.string().regex(/^\d+$/)]).transform(Number))
   .refine((m) => Object.keys(m).length > 0, { error: "name at least one partition" });
 /** Epoch ms, or an ISO-8601 instant. */
-const instant = z.union([z.number().int().min(0), z.iso.datetime({ offset: true }).transform((s) => Date.parse(s))]);
+const instant = z.union([
+  z.number().int().min(0),
+  // Digits typed into the canvas's text input arrive as a string.
+  z.string().regex(/^\d+$/).transform(Number),
+  z.iso.datetime({ offset: true }).transform((s) => Date.parse(s)),
+]);
 
 export const sourceKafkaParams = z.strictObject({
   topic: z.string().min(1, { error: "must name a Kafka topic, e.g. \"payments\"" }).describe("Kafka topic to consume"),
