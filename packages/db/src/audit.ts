@@ -66,6 +66,8 @@ export const AUDIT_ACTIONS = [
   "void",
   // A version replayed over a recorded range (apps/web services/backtests.ts).
   "backtest",
+  // A recorded file sent to the runner for backtests (apps/web services/backtests-files.ts).
+  "upload",
   // Approvers told of an event (in the app, and by webhook when one is set).
   "notify",
 ] as const;

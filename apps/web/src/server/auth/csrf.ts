@@ -12,12 +12,15 @@ function refuse(status: number, message: string): Response {
   return Response.json({ error: { message, code: status === 415 ? "UNSUPPORTED_MEDIA_TYPE" : "FORBIDDEN" } }, { status });
 }
 
-/** null when the request may proceed, else the response refusing it. */
-export function refuseUnsafeRequest(req: Request): Response | null {
+/**
+ * null when the request may proceed, else the response refusing it. `bodyType`: a route whose body is
+ * not JSON (a backtest file upload: application/x-ndjson) names its own, which a form cannot send either.
+ */
+export function refuseUnsafeRequest(req: Request, bodyType = "application/json"): Response | null {
   if (SAFE_METHODS.has(req.method)) return null;
   const type = req.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json") {
-    return refuse(415, `${req.method} needs content-type application/json (got ${type ?? "none"})`);
+  if (type !== bodyType) {
+    return refuse(415, `${req.method} needs content-type ${bodyType} (got ${type ?? "none"})`);
   }
   if (req.headers.get(CSRF_HEADER) !== "1") {
     return refuse(403, `${req.method} needs the ${CSRF_HEADER}: 1 header`);

@@ -2,7 +2,8 @@
 // service (`keyflow serve`) that records its jobs in the same database: a version replayed over a
 // topic between two offsets, and between two instants, finishes by itself, is recorded finished with
 // its counts, and its alerts (in `<rule>.backtest.<id>`) are exactly those of `keyflow run` over the
-// same records from a file. Then the comparisons a backtest feeds: against another backtest over
+// same records from a file; a JSON-lines file uploaded to the runner (POST /files) replays the same
+// way and gives the same alerts, and bad files are refused naming the line or the limit. Then the comparisons a backtest feeds: against another backtest over
 // the same range, with precision and recall from a chargeback topic joined by transaction id, and
 // against another rule engine's alerts read from a topic (restricted to the range's records).
 import { spawn } from "node:child_process";
@@ -20,6 +21,7 @@ import { getBacktest, startBacktest, type BacktestRange, type BacktestView } fro
 import { compareVersions } from "./comparison";
 import { dropTestSchema, KEYFLOW_BIN as KEYFLOW, startRunnerProcess, type RunnerProcess } from "./runner-process.testing";
 import { kafkaClient, readTopicToEnd } from "./comparison-kafka";
+import { BacktestFileError, uploadBacktestFile } from "./backtests-files";
 
 const DATABASE_URL = process.env.DATABASE_URL;
 if (!DATABASE_URL) throw new Error("backtests.int.test.ts needs DATABASE_URL pointing at a real PostgreSQL server (npm run services)");
@@ -258,5 +260,34 @@ describe("backtests on the real broker", () => {
     expect(cmp.stats.outOfScope).toEqual({ new: 0, old: legacy.size - legacyInRange.size });
     expect(cmp.stats.counts.onlyOld).toBeGreaterThan(0); // t700: the legacy engine's own false positive
     expect(cmp.stats.samples.onlyOld[0]?.value).toMatchObject({ engine: "legacy" });
+  });
+
+  const streamOf = (text: string) => new Blob([text]).stream();
+  const upload = (text: string, name: string, maxBytes = 1_000_000) => uploadBacktestFile(db.prisma, runnerUrl, ada, { body: streamOf(text), name, declaredBytes: null, maxBytes });
+
+  it("over a file uploaded to the runner: stored under a name of its own, audited, and the backtest finishes by itself with keyflow run's alerts", async () => {
+    const text = inRange.map((r) => JSON.stringify(r)).join("\n") + "\n";
+    const stored = await upload(text, "range.jsonl");
+    expect(stored).toMatchObject({ name: "range.jsonl", bytes: Buffer.byteLength(text), records: TO - FROM });
+    expect(readFileSync(path.join(dir, "data", stored.path), "utf8")).toBe(text);
+    const audit = await db.prisma.auditEvent.findFirst({ where: { action: "upload", subjectId: stored.path } });
+    expect(audit).toMatchObject({ actor: ada.email, subjectType: "backtest_file", details: { name: "range.jsonl", records: TO - FROM, sha256: stored.sha256 } });
+
+    const fromFile = await startBacktest(db.prisma, runnerUrl, ada, { versionId: versionIds[2] ?? "", range: { kind: "file", path: stored.path } });
+    const done = await finished(fromFile);
+    expect(done.counts).toEqual({ records: TO - FROM, remaining: 0, alerts: oracle2.length, deadLetters: 0 });
+    const read = await readTopicToEnd(kafkaClient(BROKERS), done.alertTopics[0] ?? "", 10_000);
+    expect(sorted(read.messages.map((m) => String((JSON.parse(m.value ?? "{}") as { event: { txId: string } }).event.txId)))).toEqual(sorted(oracle2));
+  });
+
+  it("refuses a file with a line that is not JSON (named), an empty file and one over the limit, and audits none of them", async () => {
+    const before = await db.prisma.auditEvent.count({ where: { action: "upload" } });
+    const bad = upload(`${JSON.stringify(inRange[0])}\n${JSON.stringify(inRange[1])}\nnot json\n`, "bad.jsonl");
+    await expect(bad).rejects.toThrow(BacktestFileError);
+    await expect(bad).rejects.toThrow(/^bad\.jsonl: line 3 is not JSON/);
+    await expect(upload("", "empty.jsonl")).rejects.toThrow(/^empty\.jsonl: the file is empty/);
+    const big = upload(inRange.map((r) => JSON.stringify(r)).join("\n"), "big.jsonl", 1_000);
+    await expect(big).rejects.toMatchObject({ status: 413, message: "the file is larger than the upload limit of 1000 bytes (KEYFLOW_UPLOAD_MAX_BYTES)" });
+    expect(await db.prisma.auditEvent.count({ where: { action: "upload" } })).toBe(before);
   });
 });
