@@ -14,6 +14,7 @@ import { KafkaClients, resolveBrokers } from "./kafka/client";
 import { KafkaDeadLetterSink } from "./kafka/dead-letters";
 import { KafkaSink } from "./kafka/sink";
 import { KafkaSource } from "./kafka/source";
+import { recoverTransaction, type ProducerIdentity } from "./kafka/transactions";
 import { KafkaWriter } from "./kafka/writer";
 import { ioParams } from "./params";
 import type { DeadLetterSink, RecordSink, RecordSource } from "./types";
@@ -138,5 +139,8 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
     },
 
     close: () => clients.close(),
+
+    // Exactly-once outputs write through the default brokers (sinks and dead letters alike).
+    ...(usesKafka(doc) ? { recoverTransaction: (owner: string, transactionalId: string, identity: ProducerIdentity) => recoverTransaction(kafkaFor(owner, undefined).kafka, transactionalId, identity) } : {}),
   };
 }

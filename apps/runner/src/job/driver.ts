@@ -11,7 +11,9 @@
 // sinks commit → mark it committed → sources checkpointCompleted (Kafka commits group offsets).
 // The checkpoint is complete once written: a restore takes the newest written checkpoint and the
 // sinks finish the commit it lists (committing again what already committed changes nothing), then
-// the driver marks it committed before the sinks write anything new. KEYFLOW_CRASH_AT (./crash-hook)
+// the driver marks it committed before the sinks write anything new; if the broker aborted every
+// transaction it lists (the runner stalled past the transaction timeout), the epoch is replayed from
+// the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
 import { LocalJob, mergeJobSnapshots, queryKeyState, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
@@ -27,6 +29,7 @@ import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
 import { CHECKPOINT_FORMAT, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
 import { checkRestore, graphOf } from "./restore-compat";
+import { recoverEpoch, type TransactionProbe } from "./recover-epoch";
 import type { DiskStateStore } from "../state/disk-store";
 import { hasDiskState, materializeDiskState, mergedSnapshot, openDiskStore, SHARED_DIR, stateDirFor } from "../state/disk-checkpoints";
 import { writeFileAtomic } from "../io/file/atomic";
@@ -52,6 +55,8 @@ export interface Connectors {
   deadLetters(): DeadLetterSink;
   /** Releases shared clients after every source and sink is closed. */
   close(): Promise<void>;
+  /** Finishes or finds lost a Kafka transaction an uncommitted checkpoint lists (./recover-epoch.ts); absent without Kafka outputs. */
+  recoverTransaction?: TransactionProbe;
 }
 
 export type JobStatus = "starting" | "running" | "finishing" | "stopping" | "finished" | "stopped" | "failed";
@@ -150,6 +155,8 @@ export class JobDriver {
   readonly failedCheckpoints: FailedCheckpoint[] = [];
   checkpointsCompleted = 0;
   restoredFrom: number | undefined;
+  /** Epochs replayed because the broker aborted every transaction of an uncommitted checkpoint (./recover-epoch.ts). */
+  epochsReplayed = 0;
   deadLetterCount = 0;
 
   private job: LocalJob | undefined;
@@ -359,7 +366,12 @@ export class JobDriver {
   /** The checkpoint to start from (restoreFrom, else the newest of the job's folder), checked against the pipeline. */
   private async restorePoint(): Promise<StoredCheckpoint | undefined> {
     const from = this.opts.restoreFrom;
-    const restored = from !== undefined ? await readCheckpointFolder(from) : await this.opts.checkpoints.latest();
+    let restored = from !== undefined ? await readCheckpointFolder(from) : await this.opts.checkpoints.latest();
+    if (restored && !restored.committed && from === undefined) {
+      const recovered = await recoverEpoch(restored, this.opts.checkpoints, this.opts.connectors.recoverTransaction, this.log);
+      if (recovered.replayed) this.epochsReplayed++;
+      restored = recovered.restored;
+    }
     if (!restored) return undefined;
     const what = from !== undefined ? `"${from}"` : `checkpoint ${restored.meta.id}`;
     if (restored.meta.graph) {

@@ -163,15 +163,13 @@ describe("a zombie runner (SIGSTOP past its transaction timeout, replaced, then 
     expectZombieFencedAndOutputExact(await zombieScenario("between", { when: (ckpt) => newest(ckpt) >= 2 && committed(ckpt, newest(ckpt)) }));
   });
 
-  // KNOWN FAILURE, kept as an executable record (it.fails passes while the bug is there; a fix makes it
-  // fail, and then it becomes a plain `it`). Frozen inside the commit window (`chk-3` durable, no sink
-  // committed yet), the broker aborts the transactions checkpoint 3 lists once their timeout passes;
-  // the replacement restores checkpoint 3, cannot finish its commit ("can no longer be committed ...
-  // that checkpoint's output is lost") and exits 1, and so would every restart. A first run of the test
-  // above froze there by chance and found it. Replaying the epoch from checkpoint 2 instead would be
-  // exact only if the epoch's sinks and dead letters shared one Kafka transaction (now each has its own,
-  // so some may have committed while others were aborted).
-  it.fails("frozen inside the commit window past the transaction timeout: the replacement recovers the epoch (known failure)", { timeout: 600_000 }, async () => {
-    expectZombieFencedAndOutputExact(await zombieScenario("commit-window", { env: { KEYFLOW_STOP_AT: "after-checkpoint-write@3" } }));
+  // Frozen inside the commit window (`chk-3` durable, no sink committed yet) past the transaction
+  // timeout: the broker aborts every transaction checkpoint 3 lists, so none of its epoch's output is
+  // visible. The replacement finds them all lost, restores checkpoint 2 instead and replays the epoch
+  // (./recover-epoch.ts); the resumed zombie's commit of checkpoint 3 is then refused as fenced.
+  it("frozen inside the commit window past the transaction timeout: the replacement replays the lost epoch from the checkpoint before it", { timeout: 600_000 }, async () => {
+    const r = await zombieScenario("commit-window", { env: { KEYFLOW_STOP_AT: "after-checkpoint-write@3" } });
+    expect(r.replacement.stderr).toMatch(/checkpoint 3 was written but never committed, and the broker aborted every transaction it lists .* replayed from checkpoint 2/);
+    expectZombieFencedAndOutputExact(r);
   });
 });

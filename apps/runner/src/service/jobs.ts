@@ -70,6 +70,8 @@ export class ManagedJob {
   private current: ManagedStatus = "starting";
   failure: string | undefined;
   restarts = 0;
+  /** Epochs replayed by this job's earlier runs (../job/recover-epoch.ts); see epochsReplayed. */
+  private replayedBefore = 0;
   private consecutiveFailures = 0;
   private driver: JobDriver | undefined;
   private runStartedAt: number | undefined;
@@ -113,6 +115,11 @@ export class ManagedJob {
     return this.status === "starting" || this.status === "running" || this.status === "restarting" || this.status === "stopping";
   }
 
+  /** Times a run found every transaction of an uncommitted checkpoint lost and replayed its epoch. */
+  get epochsReplayed(): number {
+    return this.replayedBefore + (this.driver?.epochsReplayed ?? 0);
+  }
+
   start(): void {
     const { log, clock } = this.deps;
     this.restartTimer = undefined;
@@ -129,6 +136,7 @@ export class ManagedJob {
       this.onFailure(err);
       return;
     }
+    this.replayedBefore += this.driver?.epochsReplayed ?? 0;
     this.driver = driver;
     this.ops.partitionWatermarks = (nodeId) => driver.sourcePartitionWatermarks(nodeId);
     this.finished = driver.run().then(

@@ -82,6 +82,16 @@ export function createMetricsRegistry(jobs: JobManager): Registry {
       for (const j of jobs.list()) this.inc({ job: j.deploymentId }, j.restarts);
     },
   });
+  new Counter({
+    name: "keyflow_epochs_replayed_total",
+    help: "Checkpoints whose Kafka transactions the broker had all aborted before they were committed: their epoch was replayed from the checkpoint before",
+    labelNames: ["job"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const j of jobs.list()) this.inc({ job: j.deploymentId }, j.epochsReplayed);
+    },
+  });
   new Gauge({
     name: "keyflow_last_checkpoint_id",
     help: "Id of the job's newest completed checkpoint",

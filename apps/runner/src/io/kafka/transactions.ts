@@ -71,7 +71,18 @@ const RETRIABLE = new Set(["CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGR
 /** The transaction is no longer the one recorded: the broker aborted it (timeout) or a newer producer fenced it. */
 const LOST = new Set(["PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE"]);
 
-export class TransactionLostError extends Error {}
+/** A recorded transaction the broker no longer holds open and never committed (see commitRecoveredTransaction). */
+export class TransactionLostError extends Error {
+  override readonly name = "TransactionLostError";
+  constructor(
+    message: string,
+    readonly transactionalId: string,
+    /** The broker's answer to EndTxn: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH, ... */
+    readonly answer: string,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Commits the transaction `identity` opened under `transactionalId` in an earlier run (phase 2 of a
@@ -94,6 +105,8 @@ export async function commitRecoveredTransaction(kafka: Kafka, transactionalId: 
         if (LOST.has(type)) {
           throw new TransactionLostError(
             `the transaction of producer ${identity.producerId} epoch ${identity.producerEpoch} under transactional id "${transactionalId}" can no longer be committed (${type}): the broker aborted it (its transaction timeout passed before the job recovered) or another producer took the id over; that checkpoint's output is lost`,
+            transactionalId,
+            type,
           );
         }
         if (!RETRIABLE.has(type) || attempt >= attempts) throw err;
@@ -102,5 +115,27 @@ export async function commitRecoveredTransaction(kafka: Kafka, transactionalId: 
     }
   } finally {
     await cluster.disconnect().catch(() => {});
+  }
+}
+
+/**
+ * What became of a transaction recorded in a checkpoint that was never marked committed: it is
+ * committed now ("committed": the broker committed it earlier, and EndTxn(commit) with the same
+ * producer id and epoch answers NONE, or it was still open and this call committed it), or it is
+ * "lost": the broker answered with a fencing error, because its transaction timeout passed and it
+ * aborted the transaction (since KIP-360 a timeout abort bumps the producer epoch: PRODUCER_FENCED,
+ * INVALID_PRODUCER_EPOCH for the EndTxn versions kafkajs sends; INVALID_TXN_STATE on brokers that abort
+ * without a bump) or a newer producer initialised the id. Neither answer is given for a transaction
+ * the broker committed while its id was left alone, which is why the writer never initialises the id
+ * of a recovered transaction before the checkpoint is marked committed (./writer.ts). Other errors
+ * (broker unreachable) are thrown: they decide nothing.
+ */
+export async function recoverTransaction(kafka: Kafka, transactionalId: string, identity: ProducerIdentity): Promise<{ outcome: "committed" } | { outcome: "lost"; answer: string }> {
+  try {
+    await commitRecoveredTransaction(kafka, transactionalId, identity);
+    return { outcome: "committed" };
+  } catch (err) {
+    if (err instanceof TransactionLostError) return { outcome: "lost", answer: err.answer };
+    throw err;
   }
 }
