@@ -6,7 +6,6 @@
 // approver reads; the early-promotion reason; promotion and rollback (approved, and in an
 // emergency) as routing switches of that job at a checkpoint boundary, audited with the checkpoint.
 // (Exactly-once across a switch under load: apps/runner/src/job/promotion-switch.int.test.ts.)
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -19,6 +18,7 @@ import { PIPELINE_FORMAT } from "@keyflow/operators";
 import { hashPassword } from "../auth/password";
 import { SESSION_COOKIE } from "../auth/session";
 import type { Comparison } from "./comparison";
+import { dropTestSchema, startRunnerProcess, type RunnerProcess } from "./runner-process.testing";
 
 const DATABASE_URL = process.env.DATABASE_URL;
 if (!DATABASE_URL) throw new Error("shadow-enforcing.int.test.ts needs DATABASE_URL pointing at a real PostgreSQL server (npm run services)");
@@ -31,7 +31,6 @@ const PAYMENTS = `sh-${run}-payments`;
 const ENFORCEMENT = `sh-${run}-enforcement`;
 const T0 = Date.UTC(2026, 0, 1);
 const dir = mkdtempSync(path.join(tmpdir(), "keyflow-shadow-"));
-const REPO = path.resolve(import.meta.dirname, "..", "..", "..", "..", "..");
 
 // The stream: 2 000 ordinary payments on 500 cards (a card every 500 s: at most 2 in a 10-minute
 // window), 20 fraud bursts of 4 payments (isFraud true) and 10 legitimate bursts of 3 (isFraud
@@ -77,26 +76,13 @@ type Deployment = { id: string; runnerJobId: string | null; status: string; mode
 const kafka = new Kafka({ clientId: `keyflow-shadow-it-${run}`, brokers: BROKERS, logLevel: logLevel.NOTHING });
 let admin: Admin;
 /** A real runner process (`keyflow serve`) on a free port, its own checkpoint folder, no database. */
-let runner: ChildProcess;
+let runner: RunnerProcess | undefined;
 const service = { url: "" };
-let runnerLog = "";
+const runnerLog = () => runner?.log() ?? "";
 
 async function startRunner(): Promise<void> {
-  runner = spawn(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "serve"], {
-    cwd: REPO,
-    env: { ...process.env, RUNNER_PORT: "0", RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "checkpoints"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: BROKERS.join(","), KEYFLOW_LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const keep = (b: Buffer) => {
-    runnerLog = (runnerLog + b.toString()).slice(-20_000);
-  };
-  runner.stdout?.on("data", keep);
-  runner.stderr?.on("data", keep);
-  // Port 0: the runner picks a free port and says which when it listens.
-  service.url = await eventually(async () => {
-    if (runner.exitCode !== null) throw new Error(`the runner exited with ${runner.exitCode}: ${runnerLog}`);
-    return /runner listening on (http:\/\/[^\s]+)/.exec(runnerLog)?.[1];
-  }, "the runner to listen", 60_000);
+  runner = await startRunnerProcess(dir, { DATABASE_URL: "", KAFKA_BROKERS: BROKERS.join(",") });
+  service.url = runner.url;
 }
 let db: Db;
 let trpcRoute: Route;
@@ -148,7 +134,7 @@ async function runnerJob(jobId: string | null): Promise<RunnerJob> {
 async function caughtUp(deployment: Deployment): Promise<void> {
   const at = await eventually(async () => {
     const job = await runnerJob(deployment.runnerJobId);
-    if (job.status === "failed") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog}`);
+    if (job.status === "failed") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog()}`);
     const lag = Object.values(job.sources.payments?.lag ?? {});
     return lag.length > 0 && lag.every((n) => n === 0) ? (job.lastCheckpoint?.id ?? 0) : undefined;
   }, `deployment ${deployment.id} (${deployment.mode}) to read its input`);
@@ -248,17 +234,11 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  if (runner && runner.exitCode === null) {
-    const exited = new Promise((r) => runner.once("exit", r));
-    runner.kill("SIGTERM");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-    if (runner.exitCode === null) runner.kill("SIGKILL");
-  }
+  await runner?.stop();
   rmSync(dir, { recursive: true, force: true });
   await admin?.disconnect();
   (globalThis as typeof globalThis & { __keyflowDb?: Promise<Db> }).__keyflowDb = undefined;
-  if (db?.driver.kind === "postgres" && db.driver.schema) await db.driver.pool.query(`DROP SCHEMA IF EXISTS "${db.driver.schema}" CASCADE`);
-  await db?.close();
+  await dropTestSchema(db);
 });
 
 describe("shadow beside enforcement on the real broker, as branches of one rule job", () => {
