@@ -2,13 +2,16 @@
 // Promotion to enforcement for the pipeline on screen: ask for the newest version (analysts; a
 // written reason before the policy's days in shadow), approve or reject pending requests with a
 // comment (approvers other than the requester) beside the shadow/enforcement comparison, and roll
-// enforcement back to the previous version (approved, or an emergency with a reason). The server
+// enforcement back to the previous version (approved, or an emergency with a reason). The approver
+// sees each open request's state check against the rule job's checkpoint, and chooses what the
+// version that enforced becomes (shadow or stopped) on a promotion or a rollback. The server
 // enforces all of it; the buttons only avoid offering what would be refused.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQueries, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
 import { ComparisonView } from "../comparison/ComparisonView";
+import { AfterEnforcingChoice, StateCheck, type AfterEnforcing } from "./PromotionControls";
 import "./audit.css";
 
 export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
@@ -27,12 +30,21 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const [reason, setReason] = useState("");
   const [emergencyReason, setEmergencyReason] = useState("");
   const [comments, setComments] = useState<Record<string, string>>({});
+  const [previousTo, setPreviousTo] = useState<AfterEnforcing>("shadow");
+  const [currentTo, setCurrentTo] = useState<AfterEnforcing>("shadow");
   const newest = pipeline.versions[0];
   const isApprover = me.data?.role === "approver" || me.data?.role === "admin";
   const error = ask.error ?? approve.error ?? reject.error ?? enforce.error ?? rollback.error;
   const ageOf = (versionId: string) => status.data?.versions.find((v) => v.versionId === versionId);
   const newestAge = newest ? ageOf(newest.id) : undefined;
   const plan = status.data?.rollback.plan ?? null;
+  const enforcingNow = status.data?.enforcing ?? [];
+  // The bundle's state check for requests still to act on: pending, or approved and not enforcing yet.
+  const open = (requests.data ?? []).filter((r) => r.status === "pending" || (r.status === "approved" && !enforcingNow.some((d) => d.versionId === r.versionId)));
+  const checkedIds = [...new Set(open.map((r) => r.versionId))];
+  const checks = useQueries({ queries: checkedIds.map((versionId) => trpc.promotion.compat.queryOptions({ versionId }, { staleTime: 10_000 })) });
+  const checkOf = (versionId: string) => checks[checkedIds.indexOf(versionId)];
+  const othersEnforcing = (versionId: string) => enforcingNow.filter((d) => d.versionId !== versionId).map((d) => `v${d.number}`);
 
   return (
     <section className="kf-promotion" data-testid="promotion-panel">
@@ -68,12 +80,13 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
             </button>
             {isApprover ? (
               <>
-                <button type="button" className="kf-button kf-button--small" disabled={rollback.isPending} onClick={() => rollback.mutate({ pipelineId: pipeline.id, emergency: false, reason: `approved rollback to v${plan.previous.number}` })} data-testid="rollback-approved">
+                <AfterEnforcingChoice who={plan.current.map((c) => `v${c.number}`).join(", ")} value={currentTo} onChange={setCurrentTo} testId="rollback-current" />
+                <button type="button" className="kf-button kf-button--small" disabled={rollback.isPending} onClick={() => rollback.mutate({ pipelineId: pipeline.id, emergency: false, reason: `approved rollback to v${plan.previous.number}`, current: currentTo })} data-testid="rollback-approved">
                   Roll back to v{plan.previous.number}
                 </button>
                 <div className="kf-promotion__decide">
                   <input value={emergencyReason} onChange={(e) => setEmergencyReason(e.target.value)} placeholder="why (recorded in the audit trail)" aria-label="reason for the emergency rollback" data-testid="rollback-reason" />
-                  <button type="button" className="kf-button kf-button--small kf-button--danger" disabled={rollback.isPending} onClick={() => rollback.mutate({ pipelineId: pipeline.id, emergency: true, reason: emergencyReason }, { onSuccess: () => setEmergencyReason("") })} data-testid="rollback-emergency">
+                  <button type="button" className="kf-button kf-button--small kf-button--danger" disabled={rollback.isPending} onClick={() => rollback.mutate({ pipelineId: pipeline.id, emergency: true, reason: emergencyReason, current: currentTo }, { onSuccess: () => setEmergencyReason("") })} data-testid="rollback-emergency">
                     Emergency rollback
                   </button>
                 </div>
@@ -85,38 +98,44 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
         ) : null}
       </div>
       <ul className="kf-audit__list">
-        {(requests.data ?? []).map((r) => (
-          <li key={r.id} data-testid={`promotion-${r.id}`} data-status={r.status}>
-            <div>
-              <strong>v{r.version.number}</strong> · <span data-testid="promotion-status">{r.status}</span> · asked by {r.requestedBy}
-              {r.reason ? ` (“${r.reason}”)` : ""}
-            </div>
-            {r.decidedBy ? (
+        {(requests.data ?? []).map((r) => {
+          const check = open.some((o) => o.id === r.id) ? checkOf(r.versionId) : undefined;
+          const previous = othersEnforcing(r.versionId);
+          return (
+            <li key={r.id} data-testid={`promotion-${r.id}`} data-status={r.status}>
               <div>
-                {r.status} by {r.decidedBy}
-                {r.comment ? `: “${r.comment}”` : ""}
+                <strong>v{r.version.number}</strong> · <span data-testid="promotion-status">{r.status}</span> · asked by {r.requestedBy}
+                {r.reason ? ` (“${r.reason}”)` : ""}
               </div>
-            ) : null}
-            {r.status === "approved" && isApprover ? (
-              <div className="kf-promotion__decide">
-                <button type="button" className="kf-button kf-button--small" disabled={enforce.isPending} onClick={() => enforce.mutate({ versionId: r.versionId, mode: "enforcing", reason: `promotion ${r.id}` })} data-testid="promotion-enforce">
-                  Deploy v{r.version.number} in enforcing mode
-                </button>
-              </div>
-            ) : null}
-            {r.status === "pending" && isApprover && me.data?.email !== r.requestedBy ? (
-              <div className="kf-promotion__decide">
-                <input value={comments[r.id] ?? ""} onChange={(e) => setComments({ ...comments, [r.id]: e.target.value })} placeholder="comment" aria-label="comment on the decision" data-testid="promotion-comment" />
-                <button type="button" className="kf-button kf-button--small" onClick={() => approve.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-approve">
-                  Approve
-                </button>
-                <button type="button" className="kf-button kf-button--small kf-button--danger" onClick={() => reject.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-reject">
-                  Reject
-                </button>
-              </div>
-            ) : null}
-          </li>
-        ))}
+              {r.decidedBy ? (
+                <div>
+                  {r.status} by {r.decidedBy}
+                  {r.comment ? `: “${r.comment}”` : ""}
+                </div>
+              ) : null}
+              {check ? <StateCheck version={r.version.number} check={check.data} error={check.error ? check.error.message : null} /> : null}
+              {r.status === "approved" && isApprover ? (
+                <div className="kf-promotion__decide">
+                  {previous.length > 0 ? <AfterEnforcingChoice who={previous.join(", ")} value={previousTo} onChange={setPreviousTo} testId="promotion-previous" /> : null}
+                  <button type="button" className="kf-button kf-button--small" disabled={enforce.isPending} onClick={() => enforce.mutate({ versionId: r.versionId, mode: "enforcing", reason: `promotion ${r.id}`, ...(previous.length > 0 ? { previous: previousTo } : {}) })} data-testid="promotion-enforce">
+                    Deploy v{r.version.number} in enforcing mode
+                  </button>
+                </div>
+              ) : null}
+              {r.status === "pending" && isApprover && me.data?.email !== r.requestedBy ? (
+                <div className="kf-promotion__decide">
+                  <input value={comments[r.id] ?? ""} onChange={(e) => setComments({ ...comments, [r.id]: e.target.value })} placeholder="comment" aria-label="comment on the decision" data-testid="promotion-comment" />
+                  <button type="button" className="kf-button kf-button--small" disabled={check?.data?.compatible === false} onClick={() => approve.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-approve">
+                    Approve
+                  </button>
+                  <button type="button" className="kf-button kf-button--small kf-button--danger" onClick={() => reject.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-reject">
+                    Reject
+                  </button>
+                </div>
+              ) : null}
+            </li>
+            );
+        })}
       </ul>
     </section>
   );

@@ -39,6 +39,8 @@ export const deploymentRouter = createTRPCRouter({
           mode: deployment.mode,
           status: deployment.status,
           promotionId: promotion?.id ?? null,
+          // The approver's choice for the version that enforced until now (it applies when one did).
+          ...(input.mode === "enforcing" ? { previous: input.previous ?? "shadow" } : {}),
           ruleJobId: deployment.runnerJobId,
           switch: switchForAudit(routing),
         },

@@ -5,7 +5,10 @@
 // (services/deployments.ts, services/rule-jobs.ts); the audit records that checkpoint and the
 // source offsets at the boundary.
 import { z } from "zod";
-import { DEFAULT_SHADOW_POLICY_DAYS, decidePromotion, listPromotions, promotionCompat, requestPromotion, rollbackEnforcement, rollbackPlan, shadowAge } from "../services/promotions";
+import { TRPCError } from "@trpc/server";
+import type { PrismaClient } from "@keyflow/db";
+import { notFound } from "../errors";
+import { DEFAULT_SHADOW_POLICY_DAYS, decidePromotion, listPromotions, promotionCompat, requestPromotion, rollbackEnforcement, rollbackPlan, shadowAge, type StateCheckRecord } from "../services/promotions";
 import { switchForAudit } from "../services/rule-jobs";
 import { analystProcedure, approverProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
@@ -40,14 +43,20 @@ export const promotionRouter = createTRPCRouter({
   request: analystProcedure
     .input(z.object({ versionId: z.string().min(1), reason: comment }))
     .mutation(async ({ ctx, input }) => requestPromotion((await ctx.db()).prisma, ctx.user, input, { policyDays: ctx.env.shadowPolicyDays ?? DEFAULT_SHADOW_POLICY_DAYS, now: new Date() })),
+  /** Approved only when the version's state fits the running rule job's newest checkpoint (the check is audited with the approval). */
   approve: approverProcedure
     .input(z.object({ requestId: z.string().min(1), comment }))
-    .mutation(async ({ ctx, input }) => decidePromotion((await ctx.db()).prisma, ctx.user, { ...input, decision: "approve" })),
+    .mutation(async ({ ctx, input }) => {
+      const prisma = (await ctx.db()).prisma;
+      const stateCheck = await approvalStateCheck(prisma, ctx.env.runnerUrl, input.requestId, ctx.user.email);
+      return decidePromotion(prisma, ctx.user, { ...input, decision: "approve", ...(stateCheck ? { stateCheck } : {}) });
+    }),
   reject: approverProcedure
     .input(z.object({ requestId: z.string().min(1), comment }))
     .mutation(async ({ ctx, input }) => decidePromotion((await ctx.db()).prisma, ctx.user, { ...input, decision: "reject" })),
   /** One action back to the previous enforcing version: with its approved request, or `emergency` with a reason. */
   rollback: approverProcedure
+    // `current`: what the version enforcing now becomes at the switch (the approver's choice; shadow by default).
     .input(pipelineInput.extend({ emergency: z.boolean().default(false), reason: comment, current: z.enum(["shadow", "stopped"]).optional() }))
     .mutation(async ({ ctx, input }) => {
       const prisma = (await ctx.db()).prisma;
@@ -64,6 +73,7 @@ export const promotionRouter = createTRPCRouter({
           to: { versionId: result.plan.previous.versionId, number: result.plan.previous.number, deploymentId: result.deployment.id, status: result.deployment.status },
           from: result.plan.current.map((d) => ({ versionId: d.versionId, number: d.number, deploymentId: d.deploymentId })),
           stopped: result.stopped,
+          current: input.current ?? "shadow",
           ruleJobId: result.deployment.runnerJobId,
           switch: switchForAudit(routing),
         },
@@ -72,3 +82,29 @@ export const promotionRouter = createTRPCRouter({
       return result;
     }),
 });
+
+/**
+ * The state check an approval needs: the request's version against the running rule job's newest
+ * checkpoint. Refuses (naming the version's nodes) when the state does not fit, or when the runner
+ * cannot be asked: an approval is not recorded unchecked. Requests that decidePromotion refuses anyway
+ * (one's own, not pending) are left to it, without asking the runner.
+ */
+async function approvalStateCheck(prisma: PrismaClient, runnerUrl: string, requestId: string, approver: string): Promise<StateCheckRecord | null> {
+  const request = await prisma.promotionRequest.findUnique({ where: { id: requestId }, select: { versionId: true, status: true, requestedBy: true, version: { select: { number: true } } } });
+  if (!request) throw notFound("promotion request", requestId);
+  if (request.status !== "pending" || request.requestedBy === approver) return null;
+  let check: Awaited<ReturnType<typeof promotionCompat>>;
+  try {
+    check = await promotionCompat(prisma, runnerUrl, request.versionId);
+  } catch (error) {
+    if (error instanceof TRPCError) throw error;
+    throw new TRPCError({ code: "BAD_GATEWAY", message: `version ${request.version.number}'s state could not be checked against its rule job's checkpoint, so the approval is not recorded: ${error instanceof Error ? error.message : String(error)}`, cause: error });
+  }
+  if (!check.compatible) {
+    throw new TRPCError({
+      code: "PRECONDITION_FAILED",
+      message: `version ${request.version.number}'s state does not fit the newest checkpoint of rule job ${check.ruleJobId ?? "?"}${check.checkpoint ? ` (${check.checkpoint})` : ""}, so it cannot be approved: ${check.problems.join("; ")}`,
+    });
+  }
+  return { ruleJobId: check.ruleJobId, checkpoint: check.checkpoint, compatible: true, dropped: check.dropped };
+}

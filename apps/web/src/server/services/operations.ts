@@ -10,7 +10,7 @@ import { notFound } from "../errors";
 import { JobControlBusyError, jobControls, type JobControlKind, type JobControlRegistry, type JobControlRun } from "../../live/job-controls";
 import { getJob, getJobCheckpoints, RunnerError, RunnerJobNotFoundError, RunnerRefusedError, savepointJob, stopJob, stopJobWithSavepoint, streamJobMetrics, withRunnerAuth } from "../runner-client";
 import { deployVersion } from "./deployments";
-import { branchNodes, jobNodeId, stopRuleBranch } from "./rule-jobs";
+import { branchNodes, branchSkew, jobNodeId, stopRuleBranch } from "./rule-jobs";
 
 async function findDeployment(prisma: PrismaClient, deploymentId: string) {
   const row = await prisma.deployment.findUnique({
@@ -53,7 +53,7 @@ export async function* liveMetrics(prisma: PrismaClient, runnerUrl: string, depl
       for await (const raw of streamJobMetrics(runnerUrl, deployment.runnerJobId, signal)) {
         const snap = runnerSnapshotSchema.safeParse(raw);
         if (!snap.success) continue;
-        const data = { ...snap.data, nodes: branchNodes(deployment.runnerJobId, deployment.version.number, snap.data.nodes) };
+        const data = { ...snap.data, nodes: branchNodes(deployment.runnerJobId, deployment.version.number, snap.data.nodes), skew: branchSkew(deployment.runnerJobId, deployment.version.number, snap.data.skew) };
         yield toLiveMetrics(deploymentId, data, previous);
         previous = data;
         failures = 0;

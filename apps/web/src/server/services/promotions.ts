@@ -61,7 +61,7 @@ export async function requestPromotion(prisma: PrismaClient, user: SessionUser, 
   });
 }
 
-export async function decidePromotion(prisma: PrismaClient, user: SessionUser, input: { requestId: string; decision: "approve" | "reject"; comment: string }) {
+export async function decidePromotion(prisma: PrismaClient, user: SessionUser, input: { requestId: string; decision: "approve" | "reject"; comment: string; stateCheck?: StateCheckRecord }) {
   return prisma.$transaction(async (tx) => {
     // Locked: two approvers deciding at once get one decision, not two.
     const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM promotion_requests WHERE id = ${input.requestId} FOR UPDATE`;
@@ -82,12 +82,20 @@ export async function decidePromotion(prisma: PrismaClient, user: SessionUser, i
       action: input.decision,
       subjectType: "promotion",
       subjectId: request.id,
-      details: { pipelineId: request.pipelineId, versionId: request.versionId, number: request.version.number, graphHash: request.graphHash, requestedBy: request.requestedBy },
+      details: { pipelineId: request.pipelineId, versionId: request.versionId, number: request.version.number, graphHash: request.graphHash, requestedBy: request.requestedBy, ...(input.stateCheck ? { stateCheck: input.stateCheck } : {}) },
       reason: input.comment || null,
     });
     return decided;
   });
 }
+
+/** The state check an approval was given with, as the audit records it. */
+export type StateCheckRecord = {
+  ruleJobId: string | null;
+  checkpoint: string | null;
+  compatible: boolean;
+  dropped: string[];
+};
 
 /** Called after a version is saved: requests for any other graph of the pipeline are void. */
 export async function voidStalePromotions(prisma: PrismaClient, actor: string, pipelineId: string, graphHash: string): Promise<number> {
@@ -132,7 +140,10 @@ export async function promotionCompat(prisma: PrismaClient, runnerUrl: string, v
   if (!live) return { ruleJobId: null, checkpoint: null, compatible: true, problems: [], dropped: [], note: "no rule job of this rule is running: the version would start with empty state" };
   const branches = branchSpecs(live).filter((b) => b.version !== version.number);
   branches.push({ version: version.number, mode: "shadow", pipeline: fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`) });
-  const check = await checkRuleCompat(runnerUrl, live.jobId, branches, live.name);
+  // Stopped branches still run in the job (their state is in its checkpoints) but have no live row:
+  // a deploy that restarts the job drops them (./deployments.ts), so the check drops them too.
+  const dropsStopped = Object.entries(live.modes).some(([v, m]) => m === "stopped" && Number(v) !== version.number);
+  const check = await checkRuleCompat(runnerUrl, live.jobId, branches, live.name, dropsStopped);
   return { ...check, ruleJobId: live.jobId, note: null };
 }
 

@@ -105,8 +105,8 @@ export async function stopRuleJobWithSavepoint(runnerUrl: string, jobId: string)
 }
 
 /** Whether a rule job of these branches restores from the running job's newest checkpoint (nodes named when not). */
-export function checkRuleCompat(runnerUrl: string, jobId: string, branches: RuleBranchSpec[], name: string): Promise<RuleCompat> {
-  return call(runnerUrl, "POST", "/rule-jobs/check", compatSchema.loose(), { jobId, rule: { name, branches } });
+export function checkRuleCompat(runnerUrl: string, jobId: string, branches: RuleBranchSpec[], name: string, allowNonRestoredState = false): Promise<RuleCompat> {
+  return call(runnerUrl, "POST", "/rule-jobs/check", compatSchema.loose(), { jobId, rule: { name, branches }, ...(allowNonRestoredState ? { allowNonRestoredState } : {}) });
 }
 
 /**
@@ -249,6 +249,12 @@ export function branchNodes<T>(runnerJobId: string, versionNumber: number, nodes
     else if (!/^v\d+-/.test(id)) out[id] = value;
   }
   return out;
+}
+
+/** The Skew panel's operators as one branch sees them: its own keyed nodes under the version's ids (as branchNodes). */
+export function branchSkew<T extends { node: string }>(runnerJobId: string, versionNumber: number, skew: readonly T[]): T[] {
+  const own = branchNodes(runnerJobId, versionNumber, Object.fromEntries(skew.map((s) => [s.node, s])));
+  return Object.entries(own).map(([node, s]) => ({ ...s, node }));
 }
 
 /** The id the rule job gives a node of the version: `v<N>-<id>`, or the id itself for a source the versions share. */
