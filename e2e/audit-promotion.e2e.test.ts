@@ -3,8 +3,10 @@
 // with a comment; both see the request's state, and the pipeline's audit trail shows both people's
 // actions. A newer version then voids the approval. Then, on the real broker: version 1 enforcing
 // and version 2 in shadow (branches of one rule job), the approver reads the comparison in the panel,
-// v2 is promoted, and an emergency rollback from the panel returns enforcement to v1 (each a switch
-// of that job at a checkpoint boundary), on the audit trail.
+// approves v2 there after its state check against the rule job's checkpoint, promotes it choosing
+// that v1 stops (its branch is then stopped in the rule job), and an emergency rollback from the
+// panel returns enforcement to v1 (each a switch of that job at a checkpoint boundary), on the audit
+// trail.
 // Screenshots: e2e/artifacts/promotion-*.png.
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
@@ -93,7 +95,7 @@ describe("a promotion request between two people, on the record", () => {
     await analyst.page.screenshot({ path: artifactPath("promotion-3-void.png") });
   });
 
-  it("on the real broker: the approver reads shadow v2 against enforcing v1, v2 is promoted, and an emergency rollback returns to v1", async () => {
+  it("on the real broker: the approver reads shadow v2 against enforcing v1 and its state check, promotes v2 stopping v1, and an emergency rollback returns to v1", async () => {
     const run = randomBytes(4).toString("hex");
     const rule2 = `shadowed-${run}`;
     const payments = `e2e-${run}-payments`;
@@ -160,12 +162,35 @@ describe("a promotion request between two people, on the record", () => {
     expect(await approver.page.getByTestId("promotion-days").getAttribute("data-early")).toBe("true");
     await approver.page.screenshot({ path: artifactPath("promotion-4-comparison.png"), fullPage: true });
 
-    // v2 is promoted (early, so with a reason), then rolled back from the panel in an emergency.
+    // v2 is asked for (early, so with a reason); in the panel the approver reads its state check
+    // against the rule job's newest checkpoint, approves, and promotes it choosing that v1 stops.
     const asked2 = await ana.promotion.request.mutate({ versionId: v2, reason: "catches the bursts v1 misses" });
-    await pat.promotion.approve.mutate({ requestId: asked2.id, comment: "precision 80 % is acceptable" });
-    await pat.deployment.deploy.mutate({ versionId: v2, mode: "enforcing", reason: `promotion ${asked2.id}` });
     await approver.page.reload({ waitUntil: "domcontentloaded" });
     await approver.page.getByTestId("tab-audit").click();
+    const request2 = approver.page.getByTestId(`promotion-${asked2.id}`);
+    const check = request2.getByTestId("promotion-compat");
+    await expect.poll(async () => check.getAttribute("data-compatible"), { timeout: 30_000 }).toBe("yes");
+    expect(await check.textContent()).toContain(`State check of v2: compatible with rule job ${enforcing1.runnerJobId}, checkpoint `);
+    await request2.getByTestId("promotion-comment").fill("precision 80 % is acceptable");
+    await request2.getByTestId("promotion-approve").click();
+    await expect.poll(async () => request2.getAttribute("data-status"), { timeout: 20_000 }).toBe("approved");
+    await request2.getByTestId("promotion-previous").selectOption("stopped");
+    await approver.page.screenshot({ path: artifactPath("promotion-5-bundle.png"), fullPage: true });
+    await request2.getByTestId("promotion-enforce").click();
+    await expect.poll(async () => approver.page.getByTestId("rollback").textContent(), { timeout: 60_000 }).toContain("Enforcing now: v2");
+    // v1's branch stopped at the switch (it does not drop back to shadow): the runner's routing, v1's rows, and the audit say so.
+    const routing = async () => ((await (await fetch(`${runner.url}/jobs/${enforcing1.runnerJobId}/routing`)).json()) as { modes: Record<string, string> }).modes;
+    expect(await routing()).toEqual({ "1": "stopped", "2": "enforcing" });
+    const detail = await pat.pipeline.get.query({ id });
+    expect(detail.deployments.filter((d) => d.versionId === v1 && (d.status === "running" || d.status === "pending"))).toEqual([]);
+    const promote = (await pat.audit.list.query({ action: "promote", pipelineId: id })).events[0];
+    expect(promote?.actor).toBe(e2eEmail("pat"));
+    expect(promote?.details).toMatchObject({ versionId: v2, previous: "stopped", switch: { before: { "1": "enforcing", "2": "shadow" }, after: { "1": "stopped", "2": "enforcing" } } });
+    const approval = (await pat.audit.list.query({ action: "approve", pipelineId: id })).events.find((e) => e.subjectId === asked2.id);
+    expect(approval?.details).toMatchObject({ stateCheck: { ruleJobId: enforcing1.runnerJobId, compatible: true } });
+    await approver.page.screenshot({ path: artifactPath("promotion-6-promoted.png"), fullPage: true });
+
+    // Rolled back from the panel in an emergency: v1 enforces again (its stopped branch kept its state), v2 drops to shadow.
     await approver.page.getByTestId("rollback-emergency").waitFor({ timeout: 20_000 });
     await approver.page.getByTestId("rollback-reason").fill("v2 blocks good customers at checkout");
     await approver.page.getByTestId("rollback-emergency").click();
@@ -173,6 +198,7 @@ describe("a promotion request between two people, on the record", () => {
     await expect.poll(async () => (await trail.locator("[data-action]").allTextContents()).join("\n"), { timeout: 20_000 }).toContain(`rollback · ${e2eEmail("pat")}`);
     expect((await trail.locator("[data-action]").allTextContents()).join("\n")).toContain("why: v2 blocks good customers at checkout");
     await expect.poll(async () => approver.page.getByTestId("rollback").textContent(), { timeout: 20_000 }).toContain("Enforcing now: v1");
-    await approver.page.screenshot({ path: artifactPath("promotion-5-rollback.png"), fullPage: true });
+    expect(await routing()).toEqual({ "1": "enforcing", "2": "shadow" });
+    await approver.page.screenshot({ path: artifactPath("promotion-7-rollback.png"), fullPage: true });
   });
 });
