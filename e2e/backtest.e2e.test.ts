@@ -2,9 +2,10 @@
 // velocity rule over a recorded range of its topic (between two instants) from the pipeline's Audit
 // tab, sees it finish with its counts, and compares it with a backtest of version 1 over the same
 // range: alerts in both, only new, only old, per hour, precision and recall from the records'
-// fraud label. Then an emergency rollback of the rule reaches the approvers: the badge in the user
+// fraud label. Then the same records as a JSON-lines file: the analyst uploads it in the panel (a bad
+// file is refused naming its line first), backtests v1 and v2 over it and compares them. Then an emergency rollback of the rule reaches the approvers: the badge in the user
 // menu counts it, and the Notifications page shows it with its reason.
-// Screenshots: e2e/artifacts/backtest-*.png, notifications-*.png.
+// Screenshots: e2e/artifacts/backtest-*.png, backtest-file-*.png, notifications-*.png.
 import { randomBytes } from "node:crypto";
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,7 +71,8 @@ describe("a backtest over a topic range, compared in the browser", () => {
     await producer.send({ topic: PAYMENTS, acks: -1, messages: payments().map((r) => ({ partition: 0, timestamp: String(r.ts), value: JSON.stringify(r) })) });
     await producer.disconnect();
 
-    runner = await startRunner("backtest");
+    // KAFKA_BROKERS: a file backtest replaces the source that names the brokers, and its Kafka sink still writes.
+    runner = await startRunner("backtest", { KAFKA_BROKERS: BROKERS.join(",") });
     app = await startWebApp({ name: "backtest", env: { RUNNER_URL: runner.url, KAFKA_BROKERS: BROKERS.join(",") } });
     const ana = apiClient(app.url, "ana");
     pipelineId = (await ana.pipeline.create.mutate({ name: RULE, graph: velocity(4) })).id;
@@ -130,6 +132,73 @@ describe("a backtest over a topic range, compared in the browser", () => {
     await comparison.scrollIntoViewIfNeeded();
     await page.screenshot({ path: artifactPath("backtest-2-comparison.png"), fullPage: true });
     await panel.screenshot({ path: artifactPath("backtest-3-panel.png") });
+    expect(analyst.pageErrors).toEqual([]);
+  });
+
+  it("the analyst uploads a recorded file in the panel (a bad one refused, naming the line), backtests v1 and v2 over it and compares them", async () => {
+    // The upload route takes JSON lines with the CSRF header only, from a signed-in analyst.
+    const plain = await fetch(`${app.url}/api/backtests/files`, { method: "POST", headers: { "content-type": "text/plain", "x-keyflow-csrf": "1" }, body: "{}\n" });
+    expect(plain.status).toBe(415);
+    const anonymous = await fetch(`${app.url}/api/backtests/files`, { method: "POST", headers: { "content-type": "application/x-ndjson", "x-keyflow-csrf": "1" }, body: "{}\n" });
+    expect(anonymous.status).toBe(401);
+
+    const page = analyst.page;
+    await page.goto(`${app.url}/?pipeline=${pipelineId}`, { waitUntil: "domcontentloaded" });
+    await page.getByTestId("tab-audit").click();
+    const panel = page.getByTestId("backtest-panel");
+    await panel.waitFor();
+    const rows = panel.getByTestId("backtest-row");
+    await rows.first().waitFor();
+    const before = new Set(await rows.evaluateAll((els) => els.map((e) => e.getAttribute("data-backtest") ?? "")));
+    await panel.getByTestId("backtest-kind").selectOption("file");
+    const input = panel.getByTestId("backtest-upload");
+
+    await input.setInputFiles({ name: "bad.jsonl", mimeType: "application/x-ndjson", buffer: Buffer.from('{"txId":"a"}\n{"txId":\n') });
+    await expect.poll(async () => panel.getByRole("alert").textContent(), { timeout: 30_000 }).toMatch(/^bad\.jsonl: line 2 is not JSON/);
+    await page.screenshot({ path: artifactPath("backtest-file-1-refused.png"), fullPage: true });
+
+    // The records of the topic range above (minutes 10 to 25): 415 payments.
+    const recorded = payments().filter((r) => r.ts >= FROM && r.ts < TO);
+    expect(recorded.length).toBe(415);
+    await input.setInputFiles({ name: "minutes-10-25.jsonl", mimeType: "application/x-ndjson", buffer: Buffer.from(recorded.map((r) => JSON.stringify(r)).join("\n") + "\n") });
+    await expect.poll(async () => panel.getByTestId("backtest-uploaded").textContent().catch(() => null), { timeout: 30_000 }).toBe("minutes-10-25.jsonl: 415 records");
+    expect(await panel.getByRole("alert").count()).toBe(0);
+    expect(await panel.getByTestId("backtest-file").inputValue()).toMatch(/^uploads\/[a-z0-9]+-[0-9a-f]{24}\.jsonl$/);
+
+    // v1 (the older version, second in the list), then v2.
+    const versions = panel.getByTestId("backtest-version");
+    await versions.selectOption({ index: 1 });
+    await panel.getByTestId("backtest-start").click();
+    await expect.poll(async () => rows.count(), { timeout: 30_000 }).toBe(before.size + 1);
+    await versions.selectOption({ index: 0 });
+    await panel.getByTestId("backtest-start").click();
+    const fresh = () => rows.evaluateAll((els, known) => els.filter((e) => !known.includes(e.getAttribute("data-backtest") ?? "")).map((e) => ({ id: e.getAttribute("data-backtest") ?? "", status: e.getAttribute("data-status") })), [...before]);
+    await expect.poll(async () => (await fresh()).map((r) => r.status).join(","), { timeout: 90_000, interval: 500 }).toBe("finished,finished");
+    // Newest first: v2's, then v1's.
+    const [v2File, v1File] = (await fresh()).map((r) => r.id);
+    const v2Row = panel.locator(`[data-backtest="${v2File}"]`);
+    const v1Row = panel.locator(`[data-backtest="${v1File}"]`);
+    expect(await v2Row.locator("td").nth(1).textContent()).toBe("v2");
+    expect(await v2Row.getByTestId("backtest-records").textContent()).toBe("415");
+    // The same alerts as over the topic range: 25 at threshold 3, 10 at threshold 4.
+    expect(await v2Row.getByTestId("backtest-alerts").textContent()).toBe("25");
+    expect(await v1Row.getByTestId("backtest-alerts").textContent()).toBe("10");
+    // Each row's range names the file as picked, beside its path on the runner.
+    expect(await panel.locator(".kf-backtests__range", { hasText: "file minutes-10-25.jsonl (uploads/" }).count()).toBe(2);
+    await page.screenshot({ path: artifactPath("backtest-file-2-finished.png"), fullPage: true });
+
+    await v2Row.getByTestId("backtest-compare").click();
+    const comparison = panel.getByTestId("backtest-comparison");
+    await comparison.getByTestId("backtest-against").selectOption("backtest");
+    // Only the other backtest over the same file is offered.
+    expect(await comparison.getByTestId("backtest-other").locator("option").evaluateAll((els) => els.map((e) => e.getAttribute("value")))).toEqual(["", v1File]);
+    await comparison.getByTestId("backtest-other").selectOption(v1File ?? "");
+    const view = comparison.getByTestId("comparison");
+    await expect.poll(async () => view.getByTestId("comparison-both").textContent(), { timeout: 30_000 }).toBe("10");
+    expect(await view.getByTestId("comparison-only-new").textContent()).toBe("15");
+    expect(await view.getByTestId("comparison-only-old").textContent()).toBe("0");
+    await comparison.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: artifactPath("backtest-file-3-comparison.png"), fullPage: true });
     expect(analyst.pageErrors).toEqual([]);
   });
 

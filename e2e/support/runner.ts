@@ -27,14 +27,14 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `keyflow serve`; `name` names its log (`e2e/artifacts/<name>-runner.log`). */
-export async function startRunner(name: string): Promise<TestRunner> {
+/** Starts `keyflow serve`; `name` names its log (`e2e/artifacts/<name>-runner.log`); `env` overrides its environment. */
+export async function startRunner(name: string, env: Record<string, string> = {}): Promise<TestRunner> {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `keyflow-e2e-${name}-runner-`));
   const { log } = artifactLog(`${name}-runner.log`);
   const child: ChildProcess = spawn(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "serve"], {
     cwd: REPO,
-    env: { ...process.env, RUNNER_PORT: String(port), RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: "" },
+    env: { ...process.env, RUNNER_PORT: String(port), RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout?.on("data", (b: Buffer) => log(b.toString().trimEnd()));

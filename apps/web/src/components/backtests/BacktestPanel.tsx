@@ -1,11 +1,12 @@
 "use client";
 // Backtests of the pipeline on screen: replay a version over a recorded range (a Kafka topic between
-// two offsets or two instants, or a file on the runner) at full speed, watch its progress (records
+// two offsets or two instants, or a JSON-lines file uploaded here or already on the runner) at full speed, watch its progress (records
 // read, still to read, alerts), and once it has finished compare it with the enforcing version,
 // another backtest over the same range, or another rule engine's alert topic. The server builds the
 // bounded job and reads the topics; this panel only collects the choices.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
+import { z } from "zod";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail, RouterInputs, RouterOutputs } from "../../trpc/types";
 import { ComparisonView, type ComparisonSide } from "../comparison/ComparisonView";
@@ -16,9 +17,27 @@ type Range = RouterInputs["backtests"]["start"]["range"];
 type Backtest = RouterOutputs["backtests"]["list"][number];
 type Bound = "whole" | "offsets" | "time";
 
+/** POST /api/backtests/files answers the stored file (its path on the runner), or why it was refused. */
+const uploadedSchema = z.object({ path: z.string(), name: z.string(), bytes: z.number(), records: z.number() });
+const refusalSchema = z.object({ error: z.object({ message: z.string() }) });
+type Uploaded = z.infer<typeof uploadedSchema>;
+
+/** Streams the picked file to the web server, which hands it on to the runner (server/services/backtests-files.ts). */
+async function uploadFile(picked: File): Promise<Uploaded> {
+  const res = await fetch("/api/backtests/files", {
+    method: "POST",
+    headers: { "content-type": "application/x-ndjson", "x-keyflow-csrf": "1", "x-keyflow-file-name": encodeURIComponent(picked.name) },
+    body: picked,
+  });
+  const body: unknown = await res.json().catch(() => null);
+  if (res.ok) return uploadedSchema.parse(body);
+  const refusal = refusalSchema.safeParse(body);
+  throw new Error(refusal.success ? refusal.data.error.message : `${picked.name}: the upload failed (HTTP ${res.status})`);
+}
+
 function rangeText(range: Backtest["range"]): string {
   if (!range) return "?";
-  if (range.kind === "file") return `file ${range.path}`;
+  if (range.kind === "file") return range.name ? `file ${range.name} (${range.path})` : `file ${range.path}`;
   const end = (b: typeof range.from | typeof range.to) =>
     b.by === "offsets" ? `offsets ${Object.entries(b.offsets).map(([p, o]) => `${p}:${o}`).join(",")}` : b.by === "time" ? new Date(b.ts).toISOString().replace("T", " ").replace(".000Z", "Z") : b.by;
   return `${range.topic ?? "source topic"} ${end(range.from)} → ${end(range.to)}`;
@@ -41,6 +60,8 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const [fromText, setFromText] = useState("");
   const [toText, setToText] = useState("");
   const [file, setFile] = useState("");
+  const [uploaded, setUploaded] = useState<Uploaded | null>(null);
+  const [uploading, setUploading] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
   const [against, setAgainst] = useState<"enforcing" | "backtest" | "topic">("enforcing");
@@ -60,13 +81,27 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
     return { by: "time", ts };
   };
 
+  const pick = (picked: File | undefined) => {
+    setProblem(null);
+    setUploaded(null);
+    if (!picked) return;
+    setUploading(true);
+    uploadFile(picked)
+      .then((stored) => {
+        setUploaded(stored);
+        setFile(stored.path);
+      })
+      .catch((error: unknown) => setProblem(error instanceof Error ? error.message : String(error)))
+      .finally(() => setUploading(false));
+  };
+
   const submit = () => {
     setProblem(null);
     let range: Range;
     try {
       range =
         kind === "file"
-          ? { kind: "file", path: file.trim() }
+          ? { kind: "file", path: file.trim(), ...(uploaded && uploaded.path === file.trim() ? { name: uploaded.name } : {}) }
           : {
               kind: "kafka",
               ...(topic.trim() ? { topic: topic.trim() } : {}),
@@ -106,11 +141,20 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
             over{" "}
             <select value={kind} onChange={(e) => setKind(e.target.value === "file" ? "file" : "kafka")} data-testid="backtest-kind">
               <option value="kafka">a Kafka topic</option>
-              <option value="file">a file on the runner</option>
+              <option value="file">a recorded file (JSON lines)</option>
             </select>
           </label>
           {kind === "file" ? (
-            <input value={file} onChange={(e) => setFile(e.target.value)} placeholder="recorded/payments.jsonl" aria-label="file" data-testid="backtest-file" />
+            <>
+              <input type="file" accept=".jsonl,.ndjson,.json,.txt,application/x-ndjson" onChange={(e) => pick(e.target.files?.[0])} aria-label="upload a file" data-testid="backtest-upload" />
+              {uploading ? <span>uploading…</span> : null}
+              {uploaded ? (
+                <span data-testid="backtest-uploaded">
+                  {uploaded.name}: {uploaded.records} records
+                </span>
+              ) : null}
+              <input value={file} onChange={(e) => setFile(e.target.value)} placeholder="or a file on the runner: recorded/payments.jsonl" aria-label="file" data-testid="backtest-file" />
+            </>
           ) : (
             <>
               <input value={topic} onChange={(e) => setTopic(e.target.value)} placeholder="topic (default: the version's source)" aria-label="topic" data-testid="backtest-topic" />
@@ -134,7 +178,7 @@ export function BacktestPanel({ pipeline }: { pipeline: PipelineDetail }) {
               ))}
             </>
           )}
-          <button type="button" className="kf-button kf-button--small" disabled={start.isPending || !versionId} onClick={submit} data-testid="backtest-start">
+          <button type="button" className="kf-button kf-button--small" disabled={start.isPending || uploading || !versionId} onClick={submit} data-testid="backtest-start">
             {start.isPending ? "Starting…" : "Run backtest"}
           </button>
         </div>

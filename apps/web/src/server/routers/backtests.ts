@@ -1,5 +1,5 @@
 // Backtests: analysts replay a version over a recorded range (a Kafka topic between two offsets or
-// two instants, or a file on the runner) and read its progress; the comparison router compares it
+// two instants, or a file on the runner, uploaded through POST /api/backtests/files) and read its progress; the comparison router compares it
 // with the enforcing version or another backtest over the same range.
 import { z } from "zod";
 import { backtestRangeSchema, getBacktest, listBacktests, startBacktest } from "../services/backtests";

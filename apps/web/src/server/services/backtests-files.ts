@@ -9,7 +9,7 @@ import { withRunnerAuth } from "../runner-client";
 /** As the runner's own default (KEYFLOW_UPLOAD_MAX_BYTES applies to both): refused here before a byte is sent. */
 export const DEFAULT_BACKTEST_FILE_MAX_BYTES = 256 * 1024 * 1024;
 
-export function backtestFileLimit(env: NodeJS.ProcessEnv = process.env): number {
+export function backtestFileLimit(env: Record<string, string | undefined> = process.env): number {
   const parsed = z.coerce.number().int().min(1).safeParse(env.KEYFLOW_UPLOAD_MAX_BYTES);
   return env.KEYFLOW_UPLOAD_MAX_BYTES && parsed.success ? parsed.data : DEFAULT_BACKTEST_FILE_MAX_BYTES;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, pipelineDocumentSchema, validatePipeline, type PipelineDocument } from "@keyflow/operators";
 import { backtestAlertTopics, backtestPipeline, backtestRangeSchema } from "./backtests";
+import { backtestFileLimit, DEFAULT_BACKTEST_FILE_MAX_BYTES, displayName, uploadBacktestFile } from "./backtests-files";
 
 const rule = (extra: Record<string, unknown> = {}): PipelineDocument =>
   pipelineDocumentSchema.parse({
@@ -47,5 +48,27 @@ describe("backtestPipeline", () => {
     const fileOnly = pipelineDocumentSchema.parse({ ...rule(), nodes: [{ id: "payments", type: "source.file", params: { path: "x.jsonl", timestampField: "ts" } }, ...rule().nodes.slice(1)] });
     expect(() => backtestPipeline(fileOnly, { kind: "kafka", from: { by: "earliest" }, to: { by: "latest" } }, "b")).toThrow(/has no Kafka source: a Kafka range cannot be replayed through it/);
     expect(backtestRangeSchema.safeParse({ kind: "kafka", from: { by: "offsets", offsets: { p: 1 } }, to: { by: "latest" } }).success).toBe(false);
+  });
+});
+
+describe("uploaded backtest files", () => {
+  it("keep the picked file's name for display only: decoded, without control characters, bounded; the path is the runner's", () => {
+    expect(displayName(encodeURIComponent("payments 1–2 Dec.jsonl"))).toBe("payments 1–2 Dec.jsonl");
+    expect(displayName("a%0Ab%E0")).toBe("a%0Ab%E0");
+    expect(displayName(encodeURIComponent("x\ny\u0000.jsonl"))).toBe("xy.jsonl");
+    expect(displayName(null)).toBe("unnamed.jsonl");
+    expect(displayName("n".repeat(500))).toHaveLength(200);
+    const p = backtestPipeline(rule(), { kind: "file", path: "uploads/abc.jsonl", name: "payments.jsonl" }, "bt4");
+    expect(p.nodes[0]?.params).toEqual({ path: "uploads/abc.jsonl", timestampField: "ts" });
+  });
+
+  it("share the runner's limit (KEYFLOW_UPLOAD_MAX_BYTES), refusing a declared size over it before sending a byte", async () => {
+    expect(backtestFileLimit({})).toBe(DEFAULT_BACKTEST_FILE_MAX_BYTES);
+    expect(backtestFileLimit({ KEYFLOW_UPLOAD_MAX_BYTES: "1000" })).toBe(1000);
+    const user = { id: "u", email: "ada@bank.test", name: "ada", role: "analyst" as const };
+    // No database and no runner at this address: the refusal comes first.
+    const refused = uploadBacktestFile(null as never, "http://127.0.0.1:9", user, { body: new Blob(["{}\n"]).stream(), name: "big.jsonl", declaredBytes: 2_000, maxBytes: 1_000 });
+    await expect(refused).rejects.toMatchObject({ status: 413, message: "the file is larger than the upload limit of 1000 bytes (KEYFLOW_UPLOAD_MAX_BYTES)" });
+    await expect(uploadBacktestFile(null as never, "http://127.0.0.1:9", user, { body: null, name: "e.jsonl", declaredBytes: 0, maxBytes: 1_000 })).rejects.toThrow("e.jsonl: the file is empty");
   });
 });

@@ -2,7 +2,7 @@
 // (a `test` deployment) that writes its alerts to `<rule>.backtest.<id>` and ends when its range is
 // read (the runner then records the deployment finished with its counts). The range is a Kafka topic
 // between two offsets or two instants (the bounded Kafka source resolves them), or a file on the
-// runner. The comparison (comparison.ts) reads the backtest's topic like any other side.
+// runner (uploaded through backtests-files.ts, or already there). The comparison (comparison.ts) reads the backtest's topic like any other side.
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { appendAuditEvent, type PrismaClient } from "@keyflow/db";
@@ -29,8 +29,10 @@ export const backtestRangeSchema = z.discriminatedUnion("kind", [
   }),
   z.object({
     kind: z.literal("file"),
-    /** A JSON-lines file on the runner's machine (absolute, or relative to its KEYFLOW_DATA_DIR). */
+    /** A JSON-lines file on the runner's machine (absolute, or relative to its KEYFLOW_DATA_DIR; an upload's is `uploads/…`). */
     path: z.string().trim().min(1),
+    /** The uploaded file's own name, shown beside the path (backtests-files.ts). */
+    name: z.string().max(200).optional(),
   }),
 ]);
 export type BacktestRange = z.infer<typeof backtestRangeSchema>;
