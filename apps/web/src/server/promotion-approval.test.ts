@@ -2,7 +2,8 @@
 // runner over HTTP that keeps a rule job's routing: an approval is refused while the version's state
 // does not fit the rule job's newest checkpoint (the message names the version's node, as the
 // runner's check does), and recorded with its state check once it fits; the promoting approver's
-// choice for the version that enforced ("stopped") goes to the runner's switch and to the audit.
+// choice for the version that enforced ("stopped") goes to the runner's switch and to the audit, on
+// a promotion and on a rollback.
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDb, migrate, type Db } from "@keyflow/db";
@@ -77,7 +78,7 @@ describe("the approver's bundle on the server", () => {
     await db?.close();
   });
 
-  it("refuses an approval whose state does not fit the rule job's checkpoint, approves it once it fits, and stops the previous version when the approver chooses so", async () => {
+  it("refuses an approval whose state does not fit the rule job's checkpoint, approves it once it fits, and stops the version that enforced when the approver chooses so, on promotion and on rollback", async () => {
     const as = (email: string, role: "analyst" | "approver") => createCaller(createContext({ headers: new Headers() }, { ...asUser(email, role), db: async () => db, env: { runnerUrl } }));
     const ana = as("ana@example.test", "analyst");
     const pat = as("pat@example.test", "approver");
@@ -116,5 +117,18 @@ describe("the approver's bundle on the server", () => {
     expect(status.enforcing.map((d) => d.number)).toEqual([2]);
     const live = await db.prisma.deployment.findMany({ where: { pipelineId: id, status: "running" }, select: { version: { select: { number: true } }, mode: true } });
     expect(live).toEqual([{ version: { number: 2 }, mode: "enforcing" }]);
+
+    // Rolled back (approved for v1's graph again) with the choice that v2 stops too: v1's stopped branch enforces again.
+    const back = await ana.promotion.request({ versionId: v1.id, reason: "v2 blocks good customers" });
+    await pat.promotion.approve({ requestId: back.id, comment: "back to v1" });
+    // v1's stopped branch is checked as a branch again (its state is in the checkpoint), so nothing is dropped.
+    const checked = runner.calls.filter((c) => c.url === "/rule-jobs/check").at(-1)?.body as { rule: { branches: { version: number; mode: string }[] }; allowNonRestoredState?: boolean };
+    expect(checked.rule.branches.map((b) => [b.version, b.mode])).toEqual([[2, "enforcing"], [1, "shadow"]]);
+    expect(checked.allowNonRestoredState).toBeUndefined();
+    const rolled = await pat.promotion.rollback({ pipelineId: id, reason: "approved rollback to v1", current: "stopped" });
+    expect(runner.calls.filter((c) => c.url.endsWith("/routing")).at(-1)?.body).toEqual({ modes: { "1": "enforcing", "2": "stopped" } });
+    expect(runner.modes).toEqual({ "1": "enforcing", "2": "stopped" });
+    const rollback = (await pat.audit.list({ action: "rollback", pipelineId: id })).events.find((e) => e.subjectId === rolled.deployment.id);
+    expect(rollback?.details).toMatchObject({ current: "stopped", promotionId: back.id, switch: { after: { "1": "enforcing", "2": "stopped" } } });
   });
 });
