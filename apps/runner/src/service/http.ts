@@ -21,7 +21,7 @@ import type { OperatorSkew } from "../ops/skew";
 import type { CheckpointProgress, FailedCheckpoint } from "../exec/parallel";
 import { branchModeSchema, composeRuleJob, inVersionTerms } from "../job/rule-job";
 import { RoutingError } from "../job/routing";
-import { receiveUpload, UploadRefusedError, uploadLimit } from "./uploads";
+import { openUpload, receiveUpload, UploadRefusedError, uploadLimit } from "./uploads";
 
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** A dry run carries its sample in the body. */
@@ -394,6 +394,22 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           if (err.status === 413) res.setHeader("connection", "close");
           throw new HttpError(err.status, err.message);
         }
+      },
+    },
+    {
+      // A stored upload read back, for the comparison of a file backtest (its labels and its records).
+      method: "GET",
+      pattern: /^\/files\/uploads\/([^/]+)$/,
+      handle: async (_req, res, [name]) => {
+        const upload = await openUpload(env.dataDir, name ?? "");
+        if (upload === null) throw new HttpError(404, `no uploaded file "${name}" on this runner`);
+        res.writeHead(200, { "content-type": "application/x-ndjson", "content-length": upload.bytes });
+        upload.stream.pipe(res);
+        await new Promise<void>((resolve, reject) => {
+          upload.stream.on("error", reject);
+          res.on("finish", resolve);
+          res.on("close", resolve);
+        });
       },
     },
     {

@@ -83,3 +83,25 @@ describe("POST /files", () => {
     expect((await fetch(`${service.url}/jobs`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/x-ndjson" }, body: "{}" })).status).toBe(415);
   });
 });
+
+describe("GET /files/uploads/<name>", () => {
+  const get = (name: string, token = TOKEN) => fetch(`${service.url}/files/uploads/${name}`, { headers: { authorization: `Bearer ${token}` } });
+
+  it("reads a stored upload back, byte for byte", async () => {
+    const text = '{"txId":"t1","isFraud":true}\n{"txId":"t2","isFraud":false}\n';
+    const stored = storedUploadSchema.parse(await (await upload(text)).json());
+    const res = await get(stored.path.slice("uploads/".length));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/x-ndjson");
+    expect(await res.text()).toBe(text);
+  });
+
+  it("reads nothing but the runner's own upload names, and only with the token", async () => {
+    for (const name of ["..%2F..%2Fetc%2Fpasswd", "..", "notes.txt", "abc-0123456789abcdef01234567.jsonl"]) {
+      const res = await get(name);
+      expect(res.status, name).toBe(404);
+    }
+    const stored = storedUploadSchema.parse(await (await upload('{"a":1}\n')).json());
+    expect((await get(stored.path.slice("uploads/".length), "a-wrong-token-of-32-characters-y")).status).toBe(401);
+  });
+});

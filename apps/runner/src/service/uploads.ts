@@ -2,8 +2,8 @@
 // kept under `<data dir>/uploads/` with a name the runner chooses. Every line is checked on the way in,
 // so a bad file is refused naming its first bad line, and nothing half-written is left behind.
 import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream, type WriteStream } from "node:fs";
-import { mkdir, rename, rm } from "node:fs/promises";
+import { createReadStream, createWriteStream, type ReadStream, type WriteStream } from "node:fs";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
@@ -129,4 +129,19 @@ export async function receiveUpload(req: IncomingMessage, dataDir: string, maxBy
     throw err;
   }
   return { path: `${UPLOAD_FOLDER}/${name}`, bytes, records: lines.records, sha256: hash.digest("hex") };
+}
+
+/** The names receiveUpload gives: the only files GET /files/uploads/<name> reads back (no path, no other folder). */
+export const UPLOAD_NAME = /^[0-9a-z]+-[0-9a-f]{24}\.jsonl$/;
+
+/**
+ * A stored upload, read back (the web app's comparison reads a file backtest's records for its labels
+ * and scope). Only a name of the runner's own making under the uploads folder; anything else is null.
+ */
+export async function openUpload(dataDir: string, name: string): Promise<{ bytes: number; stream: ReadStream } | null> {
+  if (!UPLOAD_NAME.test(name)) return null;
+  const file = path.join(dataDir, UPLOAD_FOLDER, name);
+  const info = await stat(file).catch(() => null);
+  if (info === null || !info.isFile()) return null;
+  return { bytes: info.size, stream: createReadStream(file) };
 }

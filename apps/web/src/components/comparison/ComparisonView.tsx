@@ -64,8 +64,13 @@ export function ComparisonView({ pipelineId, newSide, oldSide, title = "Shadow a
         <>
           <p className="kf-comparison__note">
             {newName} ({data.new.topics.join(", ")}) against {oldName} ({data.old.topics.join(", ")}), matched by <code>{data.new.kind === "topic" ? data.old.idField : data.new.idField}</code>
-            {data.stats.range.fromTs !== null || data.stats.range.toTs !== null ? `, event time ${new Date(data.stats.range.fromTs ?? 0).toISOString()} – ${data.stats.range.toTs === null ? "end" : new Date(data.stats.range.toTs).toISOString()}` : data.scopedToRange ? ", restricted to the records of the backtest's range" : ", both topics whole"}
+            {data.stats.range.fromTs !== null || data.stats.range.toTs !== null ? `, event time ${new Date(data.stats.range.fromTs ?? 0).toISOString()} – ${data.stats.range.toTs === null ? "end" : new Date(data.stats.range.toTs).toISOString()}` : data.scopedToRange ? `, restricted to the records of the backtest's ${data.inputFile !== null ? "file" : "range"}` : ", both topics whole"}
           </p>
+          {data.inputUnavailable !== null ? (
+            <p className="kf-comparison__note" role="status" data-testid="comparison-input-unavailable">
+              {data.inputUnavailable}
+            </p>
+          ) : null}
           <table className="kf-table kf-comparison__counts">
             <tbody>
               <tr>

@@ -2,6 +2,7 @@
 // or any version, a backtest, or another rule engine's alert topic; counts, alerts per hour,
 // samples, and precision and recall from a label field or a chargeback topic.
 import { z } from "zod";
+import { readBacktestFile } from "../services/backtests-files";
 import { compareVersions, comparisonLabelsSchema, comparisonSideSchema } from "../services/comparison";
 import { authedProcedure, createTRPCRouter } from "../trpc";
 
@@ -20,5 +21,5 @@ export const comparisonRouter = createTRPCRouter({
         samples: z.number().int().min(0).max(50).default(3),
       }),
     )
-    .query(async ({ ctx, input }) => compareVersions((await ctx.db()).prisma, ctx.env.kafkaBrokers, input)),
+    .query(async ({ ctx, input }) => compareVersions((await ctx.db()).prisma, ctx.env.kafkaBrokers, input, (file) => readBacktestFile(ctx.env.runnerUrl, file))),
 });

@@ -93,3 +93,17 @@ export async function uploadBacktestFile(
   await appendAuditEvent(prisma, { actor: user.email, action: "upload", subjectType: "backtest_file", subjectId: stored.path, details: { name: input.name, bytes: stored.bytes, records: stored.records, sha256: stored.sha256 } });
   return { ...stored, name: input.name };
 }
+
+/** An uploaded file's records, read back from the runner (GET /files/uploads/<name>): a file backtest's input for its comparison. */
+export async function readBacktestFile(runnerUrl: string, storedPath: string): Promise<string> {
+  const name = storedPath.startsWith("uploads/") ? storedPath.slice("uploads/".length) : "";
+  if (!/^[A-Za-z0-9._-]+$/.test(name)) throw new BacktestFileError(400, `${storedPath}: not an upload of the runner's`);
+  let response: Response;
+  try {
+    response = await fetch(`${runnerUrl}/files/uploads/${encodeURIComponent(name)}`, withRunnerAuth({ method: "GET" }));
+  } catch (error) {
+    throw new BacktestFileError(502, `the runner at ${runnerUrl} did not answer for ${storedPath} (${error instanceof Error ? error.message : String(error)})`);
+  }
+  if (!response.ok) throw new BacktestFileError(response.status === 404 ? 404 : 502, `${storedPath}: the runner answered ${response.status} (${(await response.text()).trim().slice(0, 200)})`);
+  return response.text();
+}

@@ -21,7 +21,7 @@ import { getBacktest, startBacktest, type BacktestRange, type BacktestView } fro
 import { compareVersions } from "./comparison";
 import { dropTestSchema, KEYFLOW_BIN as KEYFLOW, startRunnerProcess, type RunnerProcess } from "./runner-process.testing";
 import { kafkaClient, readTopicToEnd } from "./comparison-kafka";
-import { BacktestFileError, uploadBacktestFile } from "./backtests-files";
+import { BacktestFileError, readBacktestFile, uploadBacktestFile } from "./backtests-files";
 
 const DATABASE_URL = process.env.DATABASE_URL;
 if (!DATABASE_URL) throw new Error("backtests.int.test.ts needs DATABASE_URL pointing at a real PostgreSQL server (npm run services)");
@@ -62,6 +62,8 @@ const FROM = 300;
 const TO = 1_700;
 const inRange = RECORDS.slice(FROM, TO);
 const rangeIds = new Set(inRange.map((r) => r.txId));
+/** Chargebacks: the fraud bursts' payments, and one payment of a legitimate burst (disputed all the same). */
+const CHARGED = [...RECORDS.filter((r) => r.txId.startsWith("f")).map((r) => r.txId), "b25-2"];
 
 function rule(threshold: number, source: Record<string, unknown>, sink: Record<string, unknown>) {
   return pipelineDocumentSchema.parse({
@@ -149,9 +151,7 @@ beforeAll(async () => {
   const producer = kafka.producer();
   await producer.connect();
   await producer.send({ topic: PAYMENTS, acks: -1, messages: RECORDS.map((r) => ({ partition: 0, timestamp: String(r.ts), value: JSON.stringify(r) })) });
-  // Chargebacks: the fraud bursts' payments, and one payment of a legitimate burst (disputed all the same).
-  const charged = [...RECORDS.filter((r) => r.txId.startsWith("f")).map((r) => r.txId), "b25-2"];
-  await producer.send({ topic: CHARGEBACKS, acks: -1, messages: charged.map((txId) => ({ value: JSON.stringify({ txId, reason: "10.4", amount: 900 }) })) });
+  await producer.send({ topic: CHARGEBACKS, acks: -1, messages: CHARGED.map((txId) => ({ value: JSON.stringify({ txId, reason: "10.4", amount: 900 }) })) });
   // The legacy engine flagged the 4th payment of the even fraud bursts, and two ordinary payments.
   const legacy = [...Array.from({ length: 10 }, (_, k) => `f${2 * k}-3`), "t700", "t1900"];
   await producer.send({ topic: LEGACY, acks: -1, messages: legacy.map((transactionId) => ({ value: JSON.stringify({ transactionId, score: 0.93, engine: "legacy" }) })) });
@@ -231,7 +231,7 @@ describe("backtests on the real broker", () => {
     });
     expect(cmp.stats.counts.onlyNew).toBeGreaterThan(0);
     // The oracle of the scores: a charged-back transaction is fraud, any other is not; recall over the range's chargebacks.
-    const charged = new Set([...RECORDS.filter((r) => r.txId.startsWith("f")).map((r) => r.txId), "b25-2"]);
+    const charged = new Set(CHARGED);
     const chargedInRange = intersect(charged, rangeIds);
     const scores = (alerted: Set<string>) => ({
       labelled: alerted.size,
@@ -278,6 +278,21 @@ describe("backtests on the real broker", () => {
     expect(done.counts).toEqual({ records: TO - FROM, remaining: 0, alerts: oracle2.length, deadLetters: 0 });
     const read = await readTopicToEnd(kafkaClient(BROKERS), done.alertTopics[0] ?? "", 10_000);
     expect(sorted(read.messages.map((m) => String((JSON.parse(m.value ?? "{}") as { event: { txId: string } }).event.txId)))).toEqual(sorted(oracle2));
+
+    // Its comparison reads the file back from the runner: recall counts the chargebacks among the
+    // file's records, not among the whole live topic's (which holds fraud the backtest never saw).
+    const chargebacks = { kind: "chargebacks", topic: CHARGEBACKS, idField: "txId" } as const;
+    const side = { kind: "backtest", backtestId: fromFile.id } as const;
+    const cmp = await compareVersions(db.prisma, BROKERS, { pipelineId, newSide: side, oldSide: side, labelField: null, labels: chargebacks, samples: 0 }, (file) => readBacktestFile(runnerUrl, file));
+    const chargedInFile = intersect(new Set(CHARGED), rangeIds);
+    expect(chargedInFile.size).toBeLessThan(CHARGED.length);
+    expect(cmp).toMatchObject({ inputFile: stored.path, inputUnavailable: null, scopedToRange: true, inputTopics: [] });
+    expect(cmp.stats.scores?.fraudInInput).toBe(chargedInFile.size);
+    expect(cmp.stats.scores?.new.recall).toBe(intersect(new Set(oracle2), chargedInFile).size / chargedInFile.size);
+    // Without a runner to read it back from, it says so and leaves recall out rather than guess it.
+    const blind = await compareVersions(db.prisma, BROKERS, { pipelineId, newSide: side, oldSide: side, labelField: null, labels: chargebacks, samples: 0 });
+    expect(blind.inputUnavailable).toMatch(/no runner to read the backtest's file back from: recall is not computed/);
+    expect(blind.stats.scores?.new.recall).toBeNull();
   });
 
   it("refuses a file with a line that is not JSON (named), an empty file and one over the limit, and audits none of them", async () => {

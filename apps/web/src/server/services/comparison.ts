@@ -5,7 +5,8 @@
 // and the alerts matched by record id (comparison-stats.ts). Labels come from a field of the records
 // (the input topic is read for recall's denominator) or from a chargeback topic joined by
 // transaction id. Against a backtest over a Kafka range, the range's records are read too, and
-// both sides are restricted to alerts on them, so "only old" does not count the rest of the topic.
+// both sides are restricted to alerts on them, so "only old" does not count the rest of the topic;
+// against a backtest over an uploaded file, the file is read back from the runner the same way.
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import type { DeploymentMode, PrismaClient } from "@keyflow/db";
@@ -85,8 +86,12 @@ export interface Comparison {
   missingTopics: string[];
   truncatedTopics: string[];
   inputTopics: string[];
-  /** Both sides restricted to the records of a backtest's Kafka range (alerts on others left out, counted in stats.outOfScope). */
+  /** Both sides restricted to the records of a backtest's range (alerts on others left out, counted in stats.outOfScope). */
   scopedToRange: boolean;
+  /** A file backtest's file, when its records were read (labels, scope); null otherwise. */
+  inputFile: string | null;
+  /** Why the compared records could not be read (a file on the runner that is not an upload): no scope, no recall. */
+  inputUnavailable: string | null;
   /** Alerts tagged with another version than their side's (several versions share `<rule>.shadow`): left out. */
   otherVersions: number;
 }
@@ -203,21 +208,38 @@ function topicRangeOf(range: Extract<BacktestRange, { kind: "kafka" }>): TopicRa
   };
 }
 
-/** Which input to read for labels and scope: a backtest's range (its topic, or the graph's source topics), else the new side's source topics whole. */
-function inputOf(newSide: Side, oldSide: Side): { topics: string[]; range: TopicRange | undefined; scoped: boolean } {
-  const backtest = [newSide, oldSide].find((s) => s.backtestRange?.kind === "kafka");
+/** Reads an uploaded file back from the runner (GET /files/uploads/<name>): a file backtest's records. */
+export type UploadReader = (path: string) => Promise<string>;
+
+/** The folder of the runner's uploads: only those can be read back (apps/runner/src/service/uploads.ts). */
+const UPLOAD_PREFIX = "uploads/";
+
+interface ComparedInput {
+  topics: string[];
+  range: TopicRange | undefined;
+  /** A file backtest's file (its records are the input); null: the topics are. */
+  file: string | null;
+  scoped: boolean;
+}
+
+/**
+ * Which input to read for labels and scope: a backtest's range (its topic or the graph's source
+ * topics, or its file), else the new side's source topics whole. A file backtest's records are its
+ * file's, not the live topic's: reading the topic there would count fraud the backtest never saw.
+ */
+function inputOf(newSide: Side, oldSide: Side): ComparedInput {
+  const backtest = [newSide, oldSide].find((s) => s.backtestRange !== null);
   const graph = backtest?.graph ?? newSide.graph ?? oldSide.graph;
   const sourceTopics = graph ? graph.nodes.filter((n) => n.type === "source.kafka").map((n) => String((n.params as { topic?: unknown }).topic)) : [];
-  if (backtest?.backtestRange?.kind === "kafka") {
-    const r = backtest.backtestRange;
-    return { topics: r.topic !== undefined ? [r.topic] : sourceTopics, range: topicRangeOf(r), scoped: true };
-  }
-  return { topics: sourceTopics, range: undefined, scoped: false };
+  const r = backtest?.backtestRange;
+  if (r?.kind === "kafka") return { topics: r.topic !== undefined ? [r.topic] : sourceTopics, range: topicRangeOf(r), file: null, scoped: true };
+  if (r?.kind === "file") return { topics: [], range: undefined, file: r.path, scoped: true };
+  return { topics: sourceTopics, range: undefined, file: null, scoped: false };
 }
 
 const labelsOf = (input: ComparisonInput): ComparisonLabels => input.labels ?? (input.labelField === null ? { kind: "none" } : { kind: "field", field: input.labelField });
 
-export async function compareVersions(prisma: PrismaClient, brokers: readonly string[] | undefined, input: ComparisonInput): Promise<Comparison> {
+export async function compareVersions(prisma: PrismaClient, brokers: readonly string[] | undefined, input: ComparisonInput, readUpload?: UploadReader): Promise<Comparison> {
   if (!brokers || brokers.length === 0) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "KAFKA_BROKERS is not set for the web app: it cannot read the alert topics to compare them" });
   const newSide = await resolveSide(prisma, input.pipelineId, input.newSide ?? { kind: "shadow", versionId: input.newVersionId }, null);
   const oldSide = await resolveSide(prisma, input.pipelineId, input.oldSide ?? { kind: "enforcing", versionId: input.oldVersionId }, newSide.versionId);
@@ -234,27 +256,53 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
   const labels = labelsOf(input);
   const input$ = inputOf(newSide, oldSide);
   const idField = newSide.kind === "topic" ? oldSide.idField : newSide.idField;
+  // A file backtest's records: read back from the runner when the file is one of its uploads.
+  let fileText: string | null = null;
+  let inputUnavailable: string | null = null;
+  const wantsInput = labels.kind !== "none" || input$.scoped;
+  if (input$.file !== null && wantsInput) {
+    if (!input$.file.startsWith(UPLOAD_PREFIX)) {
+      inputUnavailable = `the backtest's file ${input$.file} is not an upload: the runner does not read it back, so the comparison is not restricted to its records and recall is not computed`;
+    } else if (readUpload === undefined) {
+      inputUnavailable = "no runner to read the backtest's file back from: recall is not computed";
+    } else {
+      try {
+        fileText = await readUpload(input$.file);
+      } catch (err) {
+        inputUnavailable = `the backtest's file could not be read back (${err instanceof Error ? err.message : String(err)}): recall is not computed`;
+      }
+    }
+  }
   // The input is read when recall needs its fraud or a backtest's range restricts the comparison.
-  const needInput = input$.topics.length > 0 && (labels.kind !== "none" || input$.scoped);
+  const needInput = (input$.topics.length > 0 || fileText !== null) && wantsInput;
   const inputReads: TopicRead[] = [];
   const inputIds = new Set<string>();
   const labelledFraud = new Set<string>();
   let labelled = 0;
-  if (needInput) {
+  const take = (value: Record<string, unknown>): void => {
+    const id = value[idField];
+    if (typeof id !== "string" && typeof id !== "number") return;
+    inputIds.add(String(id));
+    if (labels.kind !== "field") return;
+    const label = labelOf(value, labels.field);
+    if (label === null) return;
+    labelled++;
+    if (label) labelledFraud.add(String(id));
+  };
+  if (needInput && fileText !== null) {
+    for (const line of fileText.split("\n")) {
+      if (line.trim() === "") continue;
+      const parsed = parseAlert(line);
+      if (parsed.ok) take(parsed.value); // (the runner checked every line on upload)
+    }
+  } else if (needInput) {
     for (const topic of input$.topics) {
       const read = await readTopicToEnd(kafka, topic, MAX_MESSAGES, input$.range);
       inputReads.push(read);
       for (const m of read.messages) {
         const parsed = parseAlert(m.value);
-        if (!parsed.ok) continue; // a record the rule itself sends to dead letters: no verdict either way
-        const id = parsed.value[idField];
-        if (typeof id !== "string" && typeof id !== "number") continue;
-        inputIds.add(String(id));
-        if (labels.kind !== "field") continue;
-        const label = labelOf(parsed.value, labels.field);
-        if (label === null) continue;
-        labelled++;
-        if (label) labelledFraud.add(String(id));
+        // A record the rule itself sends to dead letters: no verdict either way.
+        if (parsed.ok) take(parsed.value);
       }
     }
   }
@@ -277,7 +325,7 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
       else unreadable.push({ topic: m.topic, partition: m.partition, offset: m.offset, reason: `chargeback without a "${labels.idField}"` });
     }
     // Recall's denominator: the charged-back transactions among the records compared (all of them when the input was not read).
-    fraudIds = needInput ? new Set([...chargebackIds].filter((id) => inputIds.has(id))) : chargebackIds;
+    fraudIds = needInput ? new Set([...chargebackIds].filter((id) => inputIds.has(id))) : inputUnavailable === null ? chargebackIds : null;
   }
 
   const stats = compareAlerts(fresh.alerts, old.alerts, {
@@ -303,5 +351,7 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
     inputTopics: needInput ? input$.topics : [],
     otherVersions: fresh.otherVersions + old.otherVersions,
     scopedToRange: input$.scoped && needInput,
+    inputFile: needInput ? input$.file : null,
+    inputUnavailable,
   };
 }
