@@ -188,6 +188,8 @@ describe("a promotion request between two people, on the record", () => {
     expect(promote?.details).toMatchObject({ versionId: v2, previous: "stopped", switch: { before: { "1": "enforcing", "2": "shadow" }, after: { "1": "stopped", "2": "enforcing" } } });
     const approval = (await pat.audit.list.query({ action: "approve", pipelineId: id })).events.find((e) => e.subjectId === asked2.id);
     expect(approval?.details).toMatchObject({ stateCheck: { ruleJobId: enforcing1.runnerJobId, compatible: true } });
+    // v2 enforces now: its request no longer offers to deploy it in enforcing mode.
+    expect(await request2.getByTestId("promotion-enforce").count()).toBe(0);
     await approver.page.screenshot({ path: artifactPath("promotion-6-promoted.png"), fullPage: true });
 
     // Rolled back from the panel in an emergency: v1 enforces again (its stopped branch kept its state), v2 drops to shadow.

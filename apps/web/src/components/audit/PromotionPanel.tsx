@@ -114,7 +114,7 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
                 </div>
               ) : null}
               {check ? <StateCheck version={r.version.number} check={check.data} error={check.error ? check.error.message : null} /> : null}
-              {r.status === "approved" && isApprover ? (
+              {r.status === "approved" && isApprover && !enforcingNow.some((d) => d.versionId === r.versionId) ? (
                 <div className="kf-promotion__decide">
                   {previous.length > 0 ? <AfterEnforcingChoice who={previous.join(", ")} value={previousTo} onChange={setPreviousTo} testId="promotion-previous" /> : null}
                   <button type="button" className="kf-button kf-button--small" disabled={enforce.isPending} onClick={() => enforce.mutate({ versionId: r.versionId, mode: "enforcing", reason: `promotion ${r.id}`, ...(previous.length > 0 ? { previous: previousTo } : {}) })} data-testid="promotion-enforce">
