@@ -9,6 +9,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
 import type { RouterInputs } from "../../trpc/types";
+import { AlertExplanationCard } from "./AlertExplanationCard";
 import "./comparison.css";
 
 const percent = (x: number | null) => (x === null ? "–" : `${(x * 100).toFixed(1)} %`);
@@ -133,20 +134,20 @@ export function ComparisonView({ pipelineId, newSide, oldSide, title = "Shadow a
             </tbody>
           </table>
           <details className="kf-comparison__samples" data-testid="comparison-samples">
-            <summary>Samples with their evidence</summary>
+            <summary>Samples, each opening to its explanation</summary>
             {(
               [
-                ["only new", data.stats.samples.onlyNew.map((a) => a.value)],
-                ["only old", data.stats.samples.onlyOld.map((a) => a.value)],
-                ["in both (new)", data.stats.samples.both.map((p) => p.new.value)],
+                ["only new", data.stats.samples.onlyNew.map((a) => a.value), data.new],
+                ["only old", data.stats.samples.onlyOld.map((a) => a.value), data.old],
+                ["in both (new)", data.stats.samples.both.map((p) => p.new.value), data.new],
               ] as const
-            ).map(([title, alerts]) => (
+            ).map(([title, alerts, side]) => (
               <div key={title}>
                 <h5>
                   {title} ({alerts.length})
                 </h5>
                 {alerts.map((value, i) => (
-                  <pre key={i}>{JSON.stringify(value, null, 2)}</pre>
+                  <AlertExplanationCard key={i} alert={value} idField={side.idField} side={side.label} parameters={side.parameters} />
                 ))}
               </div>
             ))}

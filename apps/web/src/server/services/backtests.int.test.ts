@@ -288,6 +288,9 @@ describe("backtests on the real broker", () => {
     expect(chargedInFile.size).toBeLessThan(CHARGED.length);
     expect(cmp).toMatchObject({ inputFile: stored.path, inputUnavailable: null, scopedToRange: true, inputTopics: [] });
     expect(cmp.stats.scores?.fraudInInput).toBe(chargedInFile.size);
+    // Each alert's explanation shows the parameters of the version that raised it (v2: threshold 3).
+    expect(cmp.new.parameters.map((p) => p.nodeId)).toEqual(["byCard", "velocity"]);
+    expect(cmp.new.parameters[1]?.params).toMatchObject({ threshold: 3, idField: "txId" });
     expect(cmp.stats.scores?.new.recall).toBe(intersect(new Set(oracle2), chargedInFile).size / chargedInFile.size);
     // Without a runner to read it back from, it says so and leaves recall out rather than guess it.
     const blind = await compareVersions(db.prisma, BROKERS, { pipelineId, newSide: side, oldSide: side, labelField: null, labels: chargebacks, samples: 0 });

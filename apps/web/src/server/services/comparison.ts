@@ -76,10 +76,21 @@ interface Side {
   backtestRange: BacktestRange | null;
 }
 
+/** A side as the UI gets it: without its graph, with the parameters its alerts were raised with. */
+export type SideOut = Omit<Side, "graph"> & {
+  /** The version's processing nodes (no sources or sinks) and their params: part of each alert's explanation. */
+  parameters: { nodeId: string; type: string; params: unknown }[];
+};
+
+function sideOut({ graph, ...side }: Side): SideOut {
+  const parameters = (graph?.nodes ?? []).filter((n) => !n.type.startsWith("source.") && !n.type.startsWith("sink.")).map((n) => ({ nodeId: n.id, type: n.type, params: n.params }));
+  return { ...side, parameters };
+}
+
 export interface Comparison {
   pipelineId: string;
-  new: Omit<Side, "graph">;
-  old: Omit<Side, "graph">;
+  new: SideOut;
+  old: SideOut;
   stats: ComparisonStats;
   unreadable: { count: number; first: UnreadableAlert[] };
   /** Topics that do not exist yet (the version has written nothing), and reads cut at MAX_MESSAGES. */
@@ -338,12 +349,10 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
     scopeIds: input$.scoped ? inputIds : null,
   });
   const all = [...newReads, ...oldReads, ...inputReads];
-  const { graph: _n, ...newOut } = newSide;
-  const { graph: _o, ...oldOut } = oldSide;
   return {
     pipelineId: input.pipelineId,
-    new: newOut,
-    old: oldOut,
+    new: sideOut(newSide),
+    old: sideOut(oldSide),
     stats,
     unreadable: { count: unreadable.length, first: unreadable.slice(0, 5) },
     missingTopics: all.filter((r) => !r.exists).map((r) => r.topic),
