@@ -101,10 +101,10 @@ describe("keyflow run --state-backend disk", () => {
     const what = JSON.stringify(retained.map((c) => ({ id: c.meta.id, files: c.meta.disk?.files })));
     expect(retained, what).toHaveLength(2);
     // A delta holds the keys changed since the previous checkpoint: after line 12 000 only 50 cards
-    // (three tables each) change, while the chain holds thousands of keys.
+    // change (about 160 entries over their tables), while a full dump holds 18 000.
     const files = retained.flatMap((c) => c.meta.disk!.files);
     expect(files.reduce((n, f) => n + f.entries, 0), what).toBeGreaterThan(6000);
-    expect(Math.min(...files.filter((f) => f.kind === "delta").map((f) => f.entries)), what).toBeLessThanOrEqual(150);
+    expect(Math.min(...files.filter((f) => f.kind === "delta").map((f) => f.entries)), what).toBeLessThan(400);
     const listed = new Set(retained.flatMap((c) => c.meta.disk!.files.map((f) => path.resolve(c.dir!, f.file))));
     const shared = readdirSync(path.join(ck, "shared")).map((n) => path.join(ck, "shared", n));
     expect(new Set(shared), what).toEqual(listed);
