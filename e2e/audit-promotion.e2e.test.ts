@@ -63,12 +63,17 @@ describe("a promotion request between two people, on the record", () => {
       await browser.page.goto(`${app.url}/?pipeline=${pipelineId}`, { waitUntil: "domcontentloaded" });
       await browser.page.getByTestId("tab-audit").click();
       await browser.page.getByTestId("promotion-panel").waitFor();
+      // The days in shadow come from the API: the panel is hydrated and has its data, so what is typed
+      // next stays typed (on a busy machine a reason typed earlier was lost and the request refused).
+      await browser.page.getByTestId("promotion-days").waitFor({ timeout: 20_000 });
     };
     await open(analyst);
     await analyst.page.getByTestId("promotion-reason").fill("two weeks in shadow, no false positives");
     await analyst.page.getByTestId("promotion-request").click();
     const mine = analyst.page.locator('[data-status="pending"]');
-    await mine.waitFor({ timeout: 20_000 });
+    const refused = analyst.page.locator('.kf-promotion [role="alert"]');
+    // A refusal shows its message in the failure instead of a bare timeout.
+    await expect.poll(async () => ((await refused.count()) > 0 ? `refused: ${await refused.textContent()}` : await mine.count()), { timeout: 20_000 }).toBe(1);
     // The requester is never offered the approval.
     expect(await analyst.page.getByTestId("promotion-approve").count()).toBe(0);
     await analyst.page.screenshot({ path: artifactPath("promotion-1-requested.png") });
@@ -160,6 +165,12 @@ describe("a promotion request between two people, on the record", () => {
     expect(await approver.page.getByTestId("comparison-only-old").textContent()).toBe("0");
     expect(await approver.page.getByTestId("comparison-scores").textContent()).toContain("80.0 % / 100.0 %");
     expect(await approver.page.getByTestId("promotion-days").getAttribute("data-early")).toBe("true");
+    // An "only new" alert opens to its explanation: the 3 payments of its burst, and v2's threshold.
+    await approver.page.getByTestId("comparison-samples").locator("summary").first().click();
+    const why = approver.page.getByTestId("alert-explanation").first();
+    await why.locator("summary").click();
+    expect(await why.getByTestId("alert-evidence").locator("tbody tr").count()).toBe(3);
+    expect(await why.getByTestId("alert-parameters").textContent()).toContain('"threshold":3');
     await approver.page.screenshot({ path: artifactPath("promotion-4-comparison.png"), fullPage: true });
 
     // v2 is asked for (early, so with a reason); in the panel the approver reads its state check
@@ -171,6 +182,11 @@ describe("a promotion request between two people, on the record", () => {
     const check = request2.getByTestId("promotion-compat");
     await expect.poll(async () => check.getAttribute("data-compatible"), { timeout: 30_000 }).toBe("yes");
     expect(await check.textContent()).toContain(`State check of v2: compatible with rule job ${enforcing1.runnerJobId}, checkpoint `);
+    // The bundle's graph diff against the enforcing version: velocity's threshold 4 → 3.
+    const changes = request2.getByTestId("promotion-diff");
+    await changes.locator("summary").click();
+    expect(await changes.locator("summary").textContent()).toBe("Changes of v2 against v1 (enforcing)");
+    expect(await changes.getByTestId("diff-node-velocity").textContent()).toContain("threshold");
     await request2.getByTestId("promotion-comment").fill("precision 80 % is acceptable");
     await request2.getByTestId("promotion-approve").click();
     await expect.poll(async () => request2.getAttribute("data-status"), { timeout: 20_000 }).toBe("approved");

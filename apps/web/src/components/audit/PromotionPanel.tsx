@@ -11,8 +11,27 @@ import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
 import { ComparisonView } from "../comparison/ComparisonView";
+import { ParamChangeList } from "../diff/ParamChangeList";
+import { diffPipelines } from "../../diff/diff";
 import { AfterEnforcingChoice, StateCheck, type AfterEnforcing } from "./PromotionControls";
 import "./audit.css";
+
+/** The bundle's graph diff: what the version changes against the one enforcing now (or that nothing enforces yet). */
+function ChangesAgainstEnforcing({ pipeline, versionId, enforcing }: { pipeline: PipelineDetail; versionId: string; enforcing: string[] }) {
+  const graphOf = (id: string) => pipeline.versions.find((v) => v.id === id);
+  const candidate = graphOf(versionId);
+  const current = enforcing.map(graphOf).find((v) => v !== undefined);
+  if (!candidate) return null;
+  if (!current) return <p className="kf-muted" data-testid="promotion-diff">No version enforces yet: v{candidate.number} would be the first.</p>;
+  return (
+    <details className="kf-promotion__diff" data-testid="promotion-diff">
+      <summary>
+        Changes of v{candidate.number} against v{current.number} (enforcing)
+      </summary>
+      <ParamChangeList diff={diffPipelines(current.graph, candidate.graph)} />
+    </details>
+  );
+}
 
 export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const trpc = useTRPC();
@@ -114,6 +133,7 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
                 </div>
               ) : null}
               {check ? <StateCheck version={r.version.number} check={check.data} error={check.error ? check.error.message : null} /> : null}
+              {check ? <ChangesAgainstEnforcing pipeline={pipeline} versionId={r.versionId} enforcing={enforcingNow.filter((d) => d.versionId !== r.versionId).map((d) => d.versionId)} /> : null}
               {r.status === "approved" && isApprover && !enforcingNow.some((d) => d.versionId === r.versionId) ? (
                 <div className="kf-promotion__decide">
                   {previous.length > 0 ? <AfterEnforcingChoice who={previous.join(", ")} value={previousTo} onChange={setPreviousTo} testId="promotion-previous" /> : null}
