@@ -1,7 +1,7 @@
 // Against a REAL PostgreSQL (DATABASE_URL, from `bash scripts/services/start.sh postgres`): the
 // runner service records its jobs on their deployments (running, stopped, failed with the reason)
 // and one `checkpoints` row per completed checkpoint. Works in a throw-away schema.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createDb, migrate, parseDatabaseUrl, type Db } from "@keyflow/db";
@@ -166,7 +166,8 @@ describe("the runner records deployments in Postgres", () => {
     expect((await api<JobView>("POST", "/jobs", { deploymentId: id, pipeline: graph })).status).toBe(201);
     await eventually(async () => (await db.prisma.checkpoint.count({ where: { deploymentId: id, status: "completed" } })) > 0, "a completed checkpoint first");
     const folder = (await api<JobView>("GET", `/jobs/${id}`)).json.checkpointDir;
-    rmSync(folder, { recursive: true, force: true });
+    // Moved away in one step: a recursive delete raced the job writing its next checkpoint (ENOTEMPTY).
+    renameSync(folder, `${folder}.moved`);
     writeFileSync(folder, "not a folder\n");
     try {
       const failed = await eventually(async () => (await db.prisma.checkpoint.findFirst({ where: { deploymentId: id, status: "failed" } })) ?? undefined, "a failed checkpoint row");
@@ -175,6 +176,7 @@ describe("the runner records deployments in Postgres", () => {
     } finally {
       await api("DELETE", `/jobs/${id}`);
       rmSync(folder, { force: true });
+      rmSync(`${folder}.moved`, { recursive: true, force: true });
     }
   });
 
