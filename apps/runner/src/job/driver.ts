@@ -661,6 +661,7 @@ export class JobDriver {
     crashPoint("after-checkpoint-write");
     phase.push(performance.now());
     await Promise.all(sinkList.map((s, i) => s.commit(id, prepared[i] ?? null)));
+    crashPoint("after-sinks-commit");
     await this.requireDeadLetters().commit(id, deadLetters);
     crashPoint("after-commit");
     phase.push(performance.now());

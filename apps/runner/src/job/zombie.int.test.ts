@@ -173,3 +173,43 @@ describe("a zombie runner (SIGSTOP past its transaction timeout, replaced, then 
     expectZombieFencedAndOutputExact(r);
   });
 });
+
+describe("a runner frozen between its sinks' commits and its dead letters' past the transaction timeout", () => {
+  // KEYFLOW_STOP_AT=after-sinks-commit@3: checkpoint 3's sink transactions are committed (visible),
+  // its dead letters' transaction stays open until the broker aborts it. Replaying the epoch would
+  // write the committed alerts twice and going on would lose the dead letters: the replacement must
+  // refuse to start, naming the checkpoint and each transaction, on every attempt, and have written
+  // nothing twice.
+  it("the replacement refuses the partly lost checkpoint with a clear error, and again on the next start", { timeout: 600_000 }, async () => {
+    const tag = "mixed";
+    const name = `zombie-${tag}-${run}`;
+    const base = `zombie-${run}-${tag}`;
+    const file = writePipeline(name, base);
+    const ckpt = path.join(dir, `ckpt-${tag}`);
+    const first = startCli(["run", file, "--checkpoint-dir", ckpt], { env: { ...cliEnv, KEYFLOW_STOP_AT: "after-sinks-commit@3" } });
+    let firstExit: CliResult | undefined;
+    void first.done.then((r) => (firstExit = r));
+    try {
+      await eventually(() => firstExit !== undefined || isStopped(first.child.pid), "the first runner to stop itself (KEYFLOW_STOP_AT)", 120_000, 10);
+      expect(firstExit, firstExit?.stderr.slice(-2_000)).toBeUndefined();
+      await new Promise((r) => setTimeout(r, FREEZE_MS));
+    } finally {
+      if (firstExit === undefined) first.child.kill("SIGKILL");
+    }
+    await first.done;
+    const refusal = new RegExp(
+      `keyflow run: .*checkpoint 3 cannot be recovered exactly: its epoch's output is partly lost\\. ` +
+        `lost \\(aborted by the broker, never visible\\): the dead-letter output \\(transactional id "keyflow\\.${name}\\.dead-letters\\.0\\.[01]"\\): [A-Z_]+; ` +
+        `committed \\(visible to read_committed consumers\\): node "(alerts|dupes)"`,
+    );
+    for (const attempt of [1, 2]) {
+      const r = await startCli(["run", file, "--checkpoint-dir", ckpt], { env: cliEnv }).done;
+      expect(r.code, `attempt ${attempt}: ${r.stderr.slice(-3_000)}`).not.toBe(0);
+      expect(r.stderr, `attempt ${attempt}`).toMatch(refusal);
+    }
+    // Nothing of the uninterrupted run's output is there twice, and nothing that run did not write.
+    const got = await outputs(name, base);
+    for (const k of ["alerts", "dupes", "deadLetters"]) expect({ k, extra: difference(got[k]!, want[k]!).extra }).toEqual({ k, extra: 0 });
+    expect(got.alerts!.length).toBeGreaterThan(0);
+  });
+});
