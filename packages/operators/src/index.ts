@@ -24,6 +24,7 @@ export { catalog, getOperatorSpec, indexCatalog, isOperatorType, operatorTypes, 
 export * from "./pipeline/document";
 export * from "./pipeline/durations";
 export * from "./pipeline/json-location";
+export * from "./pipeline/rule-outputs";
 export {
   canConnect,
   formatIssue,

@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import type { JsonValue } from "@keyflow/operators";
 import type { RecordSink, SinkRecord } from "../io/types";
-import { composeRuleJob, inVersionTerms, RULE_VERSION_FIELD, SHADOW_VERSION_HEADER } from "./rule-job";
+import { RULE_VERSION_FIELD, RULE_VERSION_HEADER } from "@keyflow/operators";
+import { composeRuleJob, inVersionTerms } from "./rule-job";
 import { RoutedSink, RuleRouting } from "./routing";
 
 /** Epochs staged until committed, like the exactly-once sinks: `committed` is what a read_committed reader sees. */
@@ -86,7 +87,7 @@ describe("a rule job's routing", () => {
     expect(ids(v3.shadow)).toEqual([]);
     expect(routing.view().discarded).toEqual({ "3": 1 });
     // Every alert names its version, in the record and in a header.
-    expect(v4.enforcing.committed[0]?.record).toMatchObject({ value: { txId: "d4", [RULE_VERSION_FIELD]: 4 }, headers: { [SHADOW_VERSION_HEADER]: "4" } });
+    expect(v4.enforcing.committed[0]?.record).toMatchObject({ value: { txId: "d4", [RULE_VERSION_FIELD]: 4 }, headers: { [RULE_VERSION_HEADER]: "4" } });
   });
 
   it("restores the routing a checkpoint recorded, and refuses a switch whose checkpoint never completed", async () => {

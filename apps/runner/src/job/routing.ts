@@ -14,7 +14,8 @@ import { z } from "zod";
 import type { JsonValue } from "@keyflow/operators";
 import type { Connectors, JobIoNode } from "./driver";
 import type { RecordSink, SinkRecord } from "../io/types";
-import { branchModeSchema, RULE_VERSION_FIELD, SHADOW_VERSION_HEADER, type BranchMode, type BranchSinkRoute } from "./rule-job";
+import { RULE_VERSION_FIELD, RULE_VERSION_HEADER } from "@keyflow/operators";
+import { branchModeSchema, type BranchMode, type BranchSinkRoute } from "./rule-job";
 
 export interface RoutingSwitch {
   /** The checkpoint at whose barrier the routing changed: its output is the last under `before`. */
@@ -194,7 +195,7 @@ export class RoutedSink implements RecordSink {
       return Promise.resolve();
     }
     const version = String(this.version);
-    const tagged = records.map((r): SinkRecord => ({ ...r, value: { ...r.value, [RULE_VERSION_FIELD]: this.version }, headers: { ...r.headers, [SHADOW_VERSION_HEADER]: version } }));
+    const tagged = records.map((r): SinkRecord => ({ ...r, value: { ...r.value, [RULE_VERSION_FIELD]: this.version }, headers: { ...r.headers, [RULE_VERSION_HEADER]: version } }));
     return (mode === "enforcing" ? this.enforcing : this.shadow).write(tagged);
   }
 

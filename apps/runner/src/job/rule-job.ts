@@ -5,7 +5,7 @@
 // were; removing v3 needs allowNonRestoredState for its nodes only). Sources the versions share (same
 // id, type and params) are read once; a source a version changed gets a namespaced copy of its own.
 import { z } from "zod";
-import type { PipelineDocument } from "@keyflow/operators";
+import { shadowTopic, type PipelineDocument } from "@keyflow/operators";
 import { checkPipeline } from "../pipeline/load";
 
 export const branchModeSchema = z.enum(["shadow", "enforcing", "stopped"]);
@@ -48,17 +48,8 @@ export function branchNodeId(version: number, nodeId: string): string {
   return `v${version}-${nodeId}`;
 }
 
-export const SHADOW_VERSION_HEADER = "keyflow-rule-version";
-/** The field every alert of a rule job carries: the version that raised it (shadow versions share `<rule>.shadow`). */
-export const RULE_VERSION_FIELD = "ruleVersion";
-
-/** The rule's shadow topic (as apps/web's deployment-mode.ts names it): `<rule>.shadow`, `<rule>.shadow.<node>` when a version has several Kafka sinks. */
-export function ruleShadowTopic(rule: string, nodeId: string, kafkaSinks: number): string {
-  return kafkaSinks === 1 ? `${rule}.shadow` : `${rule}.shadow.${nodeId}`;
-}
-
 function shadowOverridesOf(rule: string, version: number, node: { id: string; type: string; params: Record<string, unknown> }, kafkaSinks: number): Record<string, unknown> {
-  if (node.type === "sink.kafka") return { topic: ruleShadowTopic(rule, node.id, kafkaSinks) };
+  if (node.type === "sink.kafka") return { topic: shadowTopic(rule, node.id, kafkaSinks) };
   if (node.type === "sink.file") {
     // Files cannot be shared by two writers: one shadow file per version and node.
     const p = String(node.params.path ?? "");

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { RULE_VERSION_FIELD, RULE_VERSION_HEADER, taggedVersion } from "./comparison";
+import { RULE_VERSION_FIELD, RULE_VERSION_HEADER } from "@keyflow/operators";
+import { taggedVersion } from "./comparison";
 
 describe("taggedVersion", () => {
   it("reads the rule job's version tag from the header, else from the alert", () => {

@@ -10,7 +10,7 @@
 import { TRPCError } from "@trpc/server";
 import { z } from "zod";
 import type { DeploymentMode, PrismaClient } from "@keyflow/db";
-import type { PipelineDocument } from "@keyflow/operators";
+import { RULE_VERSION_FIELD, RULE_VERSION_HEADER, type PipelineDocument } from "@keyflow/operators";
 import { notFound } from "../errors";
 import { fromJsonColumn } from "../json";
 import { backtestRangeSchema, type BacktestRange } from "./backtests";
@@ -158,10 +158,6 @@ async function resolveSide(prisma: PrismaClient, pipelineId: string, side: Compa
       return { kind: "topic", label: `topic ${side.topic}`, versionId: null, number: null, mode: null, topics: [side.topic], idField: side.idField, graph: null, backtestRange: null };
   }
 }
-
-/** The version tag a rule job puts on every alert (apps/runner/src/job/rule-job.ts: SHADOW_VERSION_HEADER, RULE_VERSION_FIELD). */
-export const RULE_VERSION_HEADER = "keyflow-rule-version";
-export const RULE_VERSION_FIELD = "ruleVersion";
 
 /**
  * The version an alert says raised it, when it says: several versions of a rule share

@@ -4,11 +4,7 @@
 // their own; everything else (sources, state, parameters) is untouched, so shadow and enforcing
 // decisions come from the same graph.
 import type { DeploymentMode } from "@keyflow/db";
-import type { PipelineDocument } from "@keyflow/operators";
-
-export function shadowTopic(rule: string, nodeId: string, kafkaSinks: number): string {
-  return kafkaSinks === 1 ? `${rule}.shadow` : `${rule}.shadow.${nodeId}`;
-}
+import { shadowTopic, type PipelineDocument } from "@keyflow/operators";
 
 /**
  * Where a shadow deployment's dead letters go. Without it, a shadow and an enforcing version of
