@@ -4,7 +4,9 @@
 // place, so it exists whole or not at all; once it exists it is complete (Flink's rule) and the sinks
 // may commit the epoch it lists. `_committed` is added once every sink has committed. A restore
 // takes the newest complete checkpoint, committed or not: the sinks finish a commit it lists as
-// pending (../io/kafka/writer.ts). The last `retained` checkpoints are kept.
+// pending (../io/kafka/writer.ts), unless the broker aborted all of them, when the epoch is replayed
+// from the committed checkpoint before it (./recover-epoch.ts). The last `retained` checkpoints are
+// kept, and never the newest committed one while a newer one is uncommitted.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
