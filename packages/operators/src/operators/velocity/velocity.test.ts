@@ -261,6 +261,36 @@ describe("velocity (ordered): heap storage and handle storage", () => {
     );
   });
 
+  // Busy keys: more records in a window than a heap row holds (it spills to arrays), records with a
+  // string, a numeric or no id (the row keeps ids only once one comes), mixed within a key. The
+  // lengths are explicit: fast-check's default size would stop arrays at about ten records.
+  const busyArb = fc
+    .array(fc.record({ key: fc.constantFrom("a", "b"), ts: fc.integer({ min: 0, max: 60 }), amount: fc.integer({ min: 1, max: 3 }), idKind: fc.constantFrom("string", "number", "none") }), {
+      minLength: 20,
+      maxLength: 90,
+    })
+    .map((list) =>
+      list
+        .map(({ key, ts, amount, idKind }, i): TestEvent => ({ key, ts, value: idKind === "none" ? { amount } : { id: idKind === "number" ? i : `e${i}`, amount } }))
+        .sort((a, b) => a.ts - b.ts),
+    );
+  const busyParamsArb = fc.record({ threshold: fc.integer({ min: 1, max: 30 }), windowMs: fc.integer({ min: 5, max: 200 }) });
+
+  it("busy keys and records without ids: same sequence on both, equal to the recount, and restored across them", () => {
+    fc.assert(
+      fc.property(busyArb, busyParamsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, params, jitters, at, heapFirst) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const onHeap = run(velocitySpec, params, arrivals, BOUND, keyed);
+        expect(onHeap).toEqual(run(velocitySpec, params, arrivals, BOUND, serializing));
+        expect(lines(onHeap)).toEqual(model(events, params.threshold, params.windowMs));
+        const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
+        expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
+        expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
   it("both count live keys and free them the same way", () => {
     const stats = (opts: typeof keyed) => {
       const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 100 }, opts);

@@ -22,8 +22,9 @@ import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } from "../shared/evidence";
-import { canonicalJson, fieldParamIssues, readField } from "../shared/fields";
+import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
+import { ReleaseOrder } from "./release-order";
 
 export const velocityParams = z.strictObject({
   threshold: z
@@ -121,19 +122,23 @@ interface KeyWindow extends JsonObject {
 const emptyWindow = (): KeyWindow => ({ ts: [], ids: [], pendingTs: null, pendingValues: null, cleanupAt: null });
 
 /**
- * What counting reads and writes of a key's window: the handle storage's KeyWindow, or the heap
- * storage's SlotWindow, whose `ids` stays null while every record of the window has no id (no
- * array of nulls per key when records carry no id field).
+ * What counting reads and writes of one key's window, whichever storage holds it: the handle
+ * storage's KeyWindow and a spilled heap window (ArrayWindow), or a row of doubles (RowWindows).
+ * Entries are ascending by timestamp; ids run parallel (null when a record has none).
  */
+interface WindowView {
+  readonly length: number;
+  tsAt(i: number): number;
+  idAt(i: number): string | number | null;
+  /** Drops the entries at or before `horizon` (a prefix: entries are ascending). */
+  evictUpTo(horizon: number): void;
+  push(ts: number, id: string | number | null): void;
+}
+
+/** A window as two arrays; `ids` may stay null while no record of the window has an id (heap storage). */
 interface CountWindow {
   ts: number[];
   ids: Array<string | number | null> | null;
-}
-
-/** The heap storage's window of one key (see SlotOrderedVelocity). */
-interface SlotWindow extends CountWindow {
-  /** When the key's cleanup is scheduled (last record + windowMs); null when none is. */
-  cleanupAt: number | null;
 }
 
 /** Drops the first `n` elements in place (splice would allocate an array of the removed ones). */
@@ -143,16 +148,50 @@ function dropFirst<T>(a: T[], n: number): void {
   a.length = len - n;
 }
 
+/** The view of a CountWindow; one instance per operator, pointed at a window before each use. */
+class ArrayWindow implements WindowView {
+  private w: CountWindow = { ts: [], ids: null };
+  of(w: CountWindow): this {
+    this.w = w;
+    return this;
+  }
+  get length(): number {
+    return this.w.ts.length;
+  }
+  tsAt(i: number): number {
+    return this.w.ts[i] as number;
+  }
+  idAt(i: number): string | number | null {
+    const ids = this.w.ids;
+    return ids === null ? null : (ids[i] ?? null);
+  }
+  evictUpTo(horizon: number): void {
+    const w = this.w;
+    let first = 0;
+    while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
+    if (first > 0) {
+      dropFirst(w.ts, first);
+      if (w.ids !== null) dropFirst(w.ids, first);
+    }
+  }
+  push(ts: number, id: string | number | null): void {
+    const w = this.w;
+    if (w.ids === null && id !== null) w.ids = new Array<string | number | null>(w.ts.length).fill(null);
+    w.ts.push(ts);
+    w.ids?.push(id);
+  }
+}
+
 /** Namespace of the timers that release `ordered` records once the watermark passes them. */
 const RELEASE_TIMER = "release";
 
 /** The alert for a record of `key` at `ts` counting the window entries [from, to). */
-function alert(key: Key | null, value: JsonObject, ts: number, w: CountWindow, from: number, to: number, out: Collector): void {
+function alert(key: Key | null, value: JsonObject, ts: number, w: WindowView, from: number, to: number, out: Collector): void {
   const refs: EvidenceRef[] = [];
   for (let i = Math.max(from, to - EVIDENCE_CAP); i < to; i++) {
-    const id = w.ids === null ? null : w.ids[i];
-    const t = w.ts[i] as number;
-    refs.push(id === null || id === undefined ? { ts: t } : { id, ts: t });
+    const id = w.idAt(i);
+    const t = w.tsAt(i);
+    refs.push(id === null ? { ts: t } : { id, ts: t });
   }
   // refs is fresh and already capped: it becomes the evidence as is (evidenceOf would copy it).
   const evidence: Evidence = { records: refs, total: to - from };
@@ -164,22 +203,11 @@ function alert(key: Key | null, value: JsonObject, ts: number, w: CountWindow, f
  * (later than every entry of the window), together, and alerts for each when the count reaches
  * the threshold. Records come here in timestamp order, so the window is sorted and eviction is a prefix.
  */
-function countGroup(params: VelocityParams, key: Key | null, w: CountWindow, ts: number, values: readonly JsonObject[], from: number, to: number, out: Collector): void {
-  const horizon = ts - params.windowMs;
-  let first = 0;
-  while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
-  if (first > 0) {
-    dropFirst(w.ts, first);
-    if (w.ids !== null) dropFirst(w.ids, first);
-  }
-  for (let k = from; k < to; k++) {
-    const id = idOf(values[k] as JsonObject, params.idField);
-    if (w.ids === null && id !== null) w.ids = new Array<string | number | null>(w.ts.length).fill(null);
-    w.ts.push(ts);
-    w.ids?.push(id);
-  }
-  if (w.ts.length >= params.threshold) {
-    for (let k = from; k < to; k++) alert(key, values[k] as JsonObject, ts, w, 0, w.ts.length, out);
+function countGroup(params: VelocityParams, key: Key | null, w: WindowView, ts: number, values: readonly JsonObject[], from: number, to: number, out: Collector): void {
+  w.evictUpTo(ts - params.windowMs);
+  for (let k = from; k < to; k++) w.push(ts, idOf(values[k] as JsonObject, params.idField));
+  if (w.length >= params.threshold) {
+    for (let k = from; k < to; k++) alert(key, values[k] as JsonObject, ts, w, 0, w.length, out);
   }
 }
 
@@ -191,6 +219,7 @@ function idOf(value: JsonObject, idField: string): string | number | null {
 /** The window and the cleanup timer, shared by both modes. */
 abstract class VelocityBase implements Operator {
   protected state!: ValueState<KeyWindow>;
+  protected readonly view = new ArrayWindow();
 
   constructor(protected readonly params: VelocityParams) {}
 
@@ -237,7 +266,7 @@ abstract class VelocityBase implements Operator {
   }
 
   protected alert(value: JsonObject, ts: number, w: KeyWindow, from: number, to: number, ctx: ProcessContext): void {
-    alert(ctx.key ?? null, value, ts, w, from, to, ctx);
+    alert(ctx.key ?? null, value, ts, this.view.of(w), from, to, ctx);
   }
 }
 
@@ -317,7 +346,7 @@ class OrderedVelocity extends VelocityBase {
   }
 
   private countGroup(w: KeyWindow, ts: number, values: readonly JsonObject[], from: number, to: number, ctx: ProcessContext): void {
-    countGroup(this.params, ctx.key ?? null, w, ts, values, from, to, ctx);
+    countGroup(this.params, ctx.key ?? null, this.view.of(w), ts, values, from, to, ctx);
   }
 }
 
@@ -332,13 +361,7 @@ class EagerVelocity extends VelocityBase {
     }
     const w = this.state.value() ?? emptyWindow();
     // Entries at or before watermark − windowMs are outside every future on-time record's window.
-    const horizon = watermark - this.params.windowMs;
-    let first = 0;
-    while (first < w.ts.length && (w.ts[first] as number) <= horizon) first++;
-    if (first > 0) {
-      dropFirst(w.ts, first);
-      dropFirst(w.ids, first);
-    }
+    this.view.of(w).evictUpTo(watermark - this.params.windowMs);
     // Insert after every entry at or before ts: sorted by timestamp, arrival order among equals.
     let at = w.ts.length;
     while (at > 0 && (w.ts[at - 1] as number) > ts) at--;
@@ -383,27 +406,188 @@ interface PendingAt {
   values: JsonObject[];
 }
 
+/** Doubles per slot row: [count, cleanupAt (NaN: none), mode], then the timestamps, ascending. */
+const ROW_HEAD = 3;
+/** Timestamps a row holds (16 doubles a row: two cache lines); a key with more spills (ROW_SPILLED). */
+const ROW_TS = 13;
+const ROW = ROW_HEAD + ROW_TS;
+/** Row modes: timestamps only; timestamps and an ids array (`ids`); spilled to an ArrayWindow (`spilled`). */
+const ROW_PLAIN = 0;
+const ROW_IDS = 1;
+const ROW_SPILLED = 2;
+
+/**
+ * The heap storage's windows, one row of doubles per key slot in one Float64Array: counting a key
+ * reads one row (no per-key object, array or array header to chase, nothing for the collector to
+ * mark), and the row's mode says whether anything else is to be read. Ids, when records have them,
+ * are a per-slot array parallel to the row; a key with more than ROW_TS records in its window
+ * moves, until it is freed, to an ArrayWindow. The view methods act on the slot chosen by `at`.
+ */
+class RowWindows implements WindowView {
+  rows = new Float64Array(0);
+  private ids: Array<Array<string | number | null> | undefined> = [];
+  private spilled: Array<CountWindow | undefined> = [];
+  private readonly spill = new ArrayWindow();
+  private base = 0;
+  private slot = 0;
+  /** The ids of the slot chosen by `at`, or null in ROW_PLAIN mode. */
+  private slotIds: Array<string | number | null> | null = null;
+
+  /** Makes room for `capacity` slots (new rows are empty). */
+  grow(capacity: number): void {
+    if (this.rows.length >= capacity * ROW) return;
+    const next = new Float64Array(capacity * ROW);
+    next.set(this.rows);
+    for (let b = this.rows.length; b < next.length; b += ROW) next[b + 1] = NaN;
+    this.rows = next;
+  }
+
+  /** Points the view at a slot's window: the row, or the slot's spilled window. */
+  at(slot: number): WindowView {
+    const base = slot * ROW;
+    const mode = this.rows[base + 2];
+    if (mode === ROW_SPILLED) return this.spill.of(this.spilled[slot] as CountWindow);
+    this.slot = slot;
+    this.base = base;
+    this.slotIds = mode === ROW_IDS ? (this.ids[slot] as Array<string | number | null>) : null;
+    return this;
+  }
+
+  cleanupAt(slot: number): number {
+    return this.rows[slot * ROW + 1] as number;
+  }
+  setCleanupAt(slot: number, time: number): void {
+    this.rows[slot * ROW + 1] = time;
+  }
+  lastTs(slot: number): number | undefined {
+    const base = slot * ROW;
+    if (this.rows[base + 2] === ROW_SPILLED) return (this.spilled[slot] as CountWindow).ts.at(-1);
+    const n = this.rows[base] as number;
+    return n === 0 ? undefined : (this.rows[base + ROW_HEAD + n - 1] as number);
+  }
+
+  /** Readies a slot to take `extra` more entries: evicts, and spills when the row would overflow. */
+  reserve(slot: number, extra: number, horizon: number): WindowView {
+    const base = slot * ROW;
+    if ((this.rows[base] as number) + extra > ROW_TS && this.rows[base + 2] !== ROW_SPILLED) {
+      this.at(slot);
+      this.evictUpTo(horizon);
+      if ((this.rows[base] as number) + extra > ROW_TS) {
+        this.spilled[slot] = this.windowOf(slot);
+        this.ids[slot] = undefined;
+        this.rows[base] = 0;
+        this.rows[base + 2] = ROW_SPILLED;
+      }
+    }
+    return this.at(slot);
+  }
+
+  /** A copy of the slot's window as arrays (ids null when none has one). */
+  windowOf(slot: number): CountWindow {
+    const base = slot * ROW;
+    const mode = this.rows[base + 2];
+    if (mode === ROW_SPILLED) {
+      const w = this.spilled[slot] as CountWindow;
+      return { ts: [...w.ts], ids: w.ids === null ? null : [...w.ids] };
+    }
+    const ts = Array.from(this.rows.subarray(base + ROW_HEAD, base + ROW_HEAD + (this.rows[base] as number)));
+    return { ts, ids: mode === ROW_IDS ? [...(this.ids[slot] as Array<string | number | null>)] : null };
+  }
+
+  /** Sets a free slot's window (restore; takes the arrays). */
+  load(slot: number, w: CountWindow): void {
+    const base = slot * ROW;
+    this.rows[base + 1] = NaN;
+    if (w.ts.length > ROW_TS) {
+      this.spilled[slot] = w;
+      this.rows[base] = 0;
+      this.rows[base + 2] = ROW_SPILLED;
+      return;
+    }
+    this.rows.set(w.ts, base + ROW_HEAD);
+    this.rows[base] = w.ts.length;
+    if (w.ids !== null) this.ids[slot] = w.ids;
+    this.rows[base + 2] = w.ids === null ? ROW_PLAIN : ROW_IDS;
+  }
+
+  /** Empties a slot's window (its key is freed). */
+  free(slot: number): void {
+    const base = slot * ROW;
+    if (this.rows[base + 2] !== ROW_PLAIN) {
+      this.ids[slot] = undefined;
+      this.spilled[slot] = undefined;
+    }
+    this.rows[base] = 0;
+    this.rows[base + 1] = NaN;
+    this.rows[base + 2] = ROW_PLAIN;
+  }
+
+  bytes(): number {
+    let bytes = this.rows.byteLength + 8 * (this.ids.length + this.spilled.length);
+    for (const ids of this.ids) if (ids !== undefined) bytes += estimateBytes(ids);
+    for (const w of this.spilled) if (w !== undefined) bytes += 16 * w.ts.length + estimateBytes(w.ids);
+    return bytes;
+  }
+
+  // ---- WindowView over the row chosen by `at` (never a spilled slot)
+
+  get length(): number {
+    return this.rows[this.base] as number;
+  }
+  tsAt(i: number): number {
+    return this.rows[this.base + ROW_HEAD + i] as number;
+  }
+  idAt(i: number): string | number | null {
+    return this.slotIds === null ? null : (this.slotIds[i] ?? null);
+  }
+  evictUpTo(horizon: number): void {
+    const rows = this.rows;
+    const start = this.base + ROW_HEAD;
+    const n = rows[this.base] as number;
+    let first = 0;
+    while (first < n && (rows[start + first] as number) <= horizon) first++;
+    if (first === 0) return;
+    rows.copyWithin(start, start + first, start + n);
+    rows[this.base] = n - first;
+    if (this.slotIds !== null) dropFirst(this.slotIds, first);
+  }
+  push(ts: number, id: string | number | null): void {
+    const rows = this.rows;
+    const n = rows[this.base] as number;
+    rows[this.base + ROW_HEAD + n] = ts;
+    rows[this.base] = n + 1;
+    if (this.slotIds === null) {
+      if (id === null) return;
+      this.slotIds = new Array<string | number | null>(n).fill(null);
+      this.ids[this.slot] = this.slotIds;
+      rows[this.base + 2] = ROW_IDS;
+    }
+    this.slotIds.push(id);
+  }
+}
+
 /**
  * `ordered` on the heap backend: the same counting (countGroup) with no timer and no state access
  * on arrival. Records wait in one buffer per operator, bucketed by timestamp, and are released in
  * (timestamp, key, canonical JSON) order when the watermark passes them: the order in which the
  * handle storage's release timers fire, so both storages emit the same sequence. Each key's window
- * sits in a slot (KeySlots, no Map entry and no TTL wrapper), and a silent key is freed at
- * last record + windowMs, as by the handle storage's cleanup timer, from a schedule of slots by
- * time (no key strings, no ordering within a time), well inside the 2 × windowMs state TTL.
- * The backend snapshots the same table as the handle storage writes ("velocity": per key, its
- * window and waiting records), so checkpoints stay per key and rescale as before.
+ * is a row of doubles by slot (KeySlots and RowWindows: no Map entry, no TTL wrapper, no per-key
+ * object), and a silent key is freed at last record + windowMs, as by the handle storage's cleanup
+ * timer, from a schedule of slots by time (no key strings, no ordering within a time), well inside
+ * the 2 × windowMs state TTL. The backend snapshots the same table as the handle storage writes
+ * ("velocity": per key, its window and waiting records), so checkpoints stay per key and rescale as before.
  */
 class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   readonly name = VELOCITY_STATE;
   readonly kind = "value" as const;
   readonly impliedTimerNamespaces = [RELEASE_TIMER, CLEANUP_TIMER];
   private readonly slots = new KeySlots();
-  private windows: Array<SlotWindow | undefined> = [];
+  private readonly windows = new RowWindows();
   private readonly cleanups: SlotSchedule;
   private readonly pending = new Map<number, PendingAt>();
   private readonly times = new NumberMinHeap();
   private pendingCount = 0;
+  private readonly releaseOrder = new ReleaseOrder();
 
   constructor(private readonly params: VelocityParams) {
     super();
@@ -444,58 +628,55 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       this.pendingCount -= at.keys.length;
       this.release(ts, at, ctx);
     }
+    const windows = this.windows;
     this.cleanups.due(watermark, (slot) => {
-      const w = this.windows[slot];
-      if (w === undefined || w.cleanupAt === null || w.cleanupAt > watermark) return;
-      w.cleanupAt = null;
-      const last = w.ts[w.ts.length - 1];
+      const cleanupAt = windows.cleanupAt(slot);
+      // NaN (none scheduled: freed, or the slot reused) fails both comparisons.
+      if (!(cleanupAt <= watermark)) return;
+      windows.setCleanupAt(slot, NaN);
+      const last = windows.lastTs(slot);
       if (last === undefined || last + this.params.windowMs <= watermark) {
-        this.windows[slot] = undefined;
+        windows.free(slot);
         this.slots.delete(slot);
-      } else this.ensureCleanup(slot, w);
+      } else this.ensureCleanup(slot);
     });
   }
 
   /** Counts the records of one timestamp: by key, and by canonical JSON within a key (as sortPending). */
   private release(ts: number, at: PendingAt, ctx: WatermarkContext): void {
-    const { keys, values } = at;
+    let { keys, values } = at;
     const n = keys.length;
-    let order: number[] | undefined;
     if (n > 1) {
-      order = Array.from({ length: n }, (_, i) => i);
-      const canon: Array<string | undefined> = [];
-      const canonAt = (i: number): string => (canon[i] ??= canonicalJson(values[i] as JsonObject));
-      order.sort((a, b) => {
-        const ka = keys[a] as Key;
-        const kb = keys[b] as Key;
-        if (ka !== kb) return ka < kb ? -1 : 1;
-        const ca = canonAt(a);
-        const cb = canonAt(b);
-        return ca < cb ? -1 : ca > cb ? 1 : a - b;
-      });
-    }
-    const sorted = order === undefined ? values : order.map((i) => values[i] as JsonObject);
-    for (let i = 0; i < n; ) {
-      const key = keys[order === undefined ? i : (order[i] as number)] as Key;
-      let j = i + 1;
-      while (j < n && keys[order === undefined ? j : (order[j] as number)] === key) j++;
-      const slot = this.slots.findOrAdd(key);
-      let w = this.windows[slot];
-      if (w === undefined) {
-        w = { ts: [], ids: null, cleanupAt: null };
-        this.windows[slot] = w;
+      const order = this.releaseOrder.sort(keys, values, n);
+      const sortedKeys = new Array<Key>(n);
+      const sortedValues = new Array<JsonObject>(n);
+      for (let i = 0; i < n; i++) {
+        const o = order[i] as number;
+        sortedKeys[i] = keys[o] as Key;
+        sortedValues[i] = values[o] as JsonObject;
       }
-      countGroup(this.params, key, w, ts, sorted, i, j, ctx.forKey(key));
-      this.ensureCleanup(slot, w);
+      keys = sortedKeys;
+      values = sortedValues;
+    }
+    const horizon = ts - this.params.windowMs;
+    for (let i = 0; i < n; ) {
+      const key = keys[i] as Key;
+      let j = i + 1;
+      while (j < n && keys[j] === key) j++;
+      const slot = this.slots.findOrAdd(key);
+      if (this.slots.added) this.windows.grow(this.slots.capacity);
+      countGroup(this.params, key, this.windows.reserve(slot, j - i, horizon), ts, values, i, j, ctx.forKey(key));
+      this.ensureCleanup(slot);
       i = j;
     }
   }
 
-  private ensureCleanup(slot: number, w: SlotWindow): void {
-    const last = w.ts[w.ts.length - 1];
-    if (w.cleanupAt === null && last !== undefined) {
-      w.cleanupAt = last + this.params.windowMs;
-      this.cleanups.add(slot, w.cleanupAt);
+  private ensureCleanup(slot: number): void {
+    const last = this.windows.lastTs(slot);
+    if (Number.isNaN(this.windows.cleanupAt(slot)) && last !== undefined) {
+      const at = last + this.params.windowMs;
+      this.windows.setCleanupAt(slot, at);
+      this.cleanups.add(slot, at);
     }
   }
 
@@ -520,10 +701,11 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     return byKey;
   }
 
-  private stored(w: SlotWindow | undefined, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
-    const ts = w?.ts ?? [];
-    const ids = w?.ids ?? new Array<string | number | null>(ts.length).fill(null);
-    const v: KeyWindow = { ts: [...ts], ids: [...ids], pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: w?.cleanupAt ?? null };
+  private stored(slot: number, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
+    const w = slot >= 0 ? this.windows.windowOf(slot) : { ts: [], ids: null };
+    const cleanupAt = slot >= 0 ? this.windows.cleanupAt(slot) : NaN;
+    const ids = w.ids ?? new Array<string | number | null>(w.ts.length).fill(null);
+    const v: KeyWindow = { ts: w.ts, ids, pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: Number.isNaN(cleanupAt) ? null : cleanupAt };
     // The TTL stamp: the latest time the handle storage would have written the entry at.
     const last = Math.max(v.ts[v.ts.length - 1] ?? Number.NEGATIVE_INFINITY, ...(p?.ts ?? []));
     return { v, t: last };
@@ -532,8 +714,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   get(key: Key): unknown {
     const slot = this.slots.find(key);
     const p = this.pendingByKey().get(key);
-    const w = slot >= 0 ? this.windows[slot] : undefined;
-    return w === undefined && p === undefined ? undefined : this.stored(w, p);
+    return slot < 0 && p === undefined ? undefined : this.stored(slot, p);
   }
   /** The keys holding a window or waiting records, without building their stored form (state stats). */
   override *keys(): IterableIterator<Key> {
@@ -546,10 +727,10 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const byKey = this.pendingByKey();
     for (const slot of this.slots.slots()) {
       const key = this.slots.keyAt(slot) as Key;
-      yield [key, this.stored(this.windows[slot], byKey.get(key))];
+      yield [key, this.stored(slot, byKey.get(key))];
       byKey.delete(key);
     }
-    for (const [key, p] of byKey) yield [key, this.stored(undefined, p)];
+    for (const [key, p] of byKey) yield [key, this.stored(-1, p)];
   }
   /** The handle storage's timers: a release per (key, timestamp) waiting, a cleanup per window. */
   impliedTimers(): Array<[number, string, Key]> {
@@ -567,16 +748,15 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       const v = (stored as TtlEntry<KeyWindow>).v;
       if (v.ts.length > 0) {
         const slot = this.slots.findOrAdd(key);
-        const w: SlotWindow = { ts: [...v.ts], ids: v.ids.some((id) => id !== null) ? [...v.ids] : null, cleanupAt: null };
-        this.windows[slot] = w;
-        this.ensureCleanup(slot, w);
+        this.windows.grow(this.slots.capacity);
+        this.windows.load(slot, { ts: [...v.ts], ids: v.ids.some((id) => id !== null) ? [...v.ids] : null });
+        this.ensureCleanup(slot);
       }
       v.pendingTs?.forEach((ts, i) => this.buffer(ts, key, (v.pendingValues as JsonObject[])[i] as JsonObject));
     }
   }
   estimatedBytes(): number {
-    let bytes = this.slots.bytes() + 8 * this.windows.length + 32 * this.pending.size;
-    for (const w of this.windows) if (w !== undefined) bytes += 64 + 16 * w.ts.length + estimateBytes(w.ids);
+    let bytes = this.slots.bytes() + this.windows.bytes() + 32 * this.pending.size;
     for (const at of this.pending.values()) bytes += 16 * at.keys.length + estimateBytes(at.values);
     return bytes;
   }
