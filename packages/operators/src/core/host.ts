@@ -39,6 +39,9 @@ import {
   type StateKind,
   type StateTable,
   type TableSnapshot,
+  type ColumnarTableSnapshot,
+  columnsOf,
+  tablesFromSnapshot,
 } from "./state";
 import { TimerQueue, type TimerTuple } from "./timers";
 
@@ -98,7 +101,8 @@ interface HostSnapshot {
   channelWatermarks: number[];
   channelIdle: boolean[];
   processingTime: number;
-  state: TableSnapshot[];
+  /** Columnar (see ColumnarTableSnapshot); pairs in snapshots written before it. */
+  state: Array<TableSnapshot | ColumnarTableSnapshot>;
   eventTimers: TimerTuple[];
   processingTimers: TimerTuple[];
   operator: JsonValue | null;
@@ -446,7 +450,7 @@ export class OperatorHost {
       channelWatermarks: [...this.channelWatermarks],
       channelIdle: [...this.channelIdle],
       processingTime: this.ctx.processingTime,
-      state: this.backend.snapshot(this.maxParallelism),
+      state: this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism)),
       eventTimers: this.eventTimerSnapshot(),
       processingTimers: this.processingTimers.snapshot(),
       operator: this.operator.snapshotState?.() ?? null,
@@ -487,7 +491,7 @@ export class OperatorHost {
     }
     const maxP = this.maxParallelism;
     const keep = range ? (k: Key) => keyGroupRangeContains(range, keyGroupOf(k, maxP)) : undefined;
-    this.backend.restore(snap.state, keep);
+    this.backend.restore(tablesFromSnapshot(snap.state), keep);
     this.eventTimers.restore(snap.eventTimers, keep);
     this.processingTimers.restore(snap.processingTimers, keep);
     if (snap.channelWatermarks.length === this.channelWatermarks.length) {

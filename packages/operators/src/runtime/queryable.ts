@@ -3,7 +3,7 @@
 // engine's live structures. Pure; the runner asks the subtask that owns the key's key group.
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot } from "../core/snapshot-codec";
-import type { StateKind, TableSnapshot } from "../core/state";
+import { tablesFromSnapshot, type ColumnarTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
 import type { TimerTuple } from "../core/timers";
 
 export interface KeyStateEntry {
@@ -37,7 +37,7 @@ interface JobSnapshotView {
 }
 interface OperatorSnapshotView {
   watermark?: number;
-  state?: TableSnapshot[];
+  state?: Array<TableSnapshot | ColumnarTableSnapshot>;
   eventTimers?: TimerTuple[];
   processingTimers?: TimerTuple[];
 }
@@ -74,7 +74,7 @@ export function queryKeyState(jobSnapshot: Uint8Array, nodeId: string, key: Key)
   if (!bytes) return undefined;
   const op = decodeSnapshot(bytes) as OperatorSnapshotView | null;
   const state: KeyStateEntry[] = [];
-  for (const table of op?.state ?? []) {
+  for (const table of tablesFromSnapshot(op?.state ?? [])) {
     for (const [k, stored] of table.entries) if (k === key) state.push(entryOf(table, stored));
   }
   const timers = (list: TimerTuple[] | undefined): KeyTimer[] =>

@@ -9,7 +9,7 @@
 // exactly one new subtask, totals over the new subtasks equal the old totals.
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
-import type { TableSnapshot } from "../core/state";
+import { tablesFromSnapshot, type ColumnarTableSnapshot, type TableSnapshot } from "../core/state";
 import type { TimerTuple } from "../core/timers";
 
 const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
@@ -29,7 +29,7 @@ interface OperatorSnapshotView {
   channelWatermarks: number[];
   channelIdle: boolean[];
   processingTime: number;
-  state: TableSnapshot[];
+  state: Array<TableSnapshot | ColumnarTableSnapshot>;
   eventTimers: TimerTuple[];
   processingTimers: TimerTuple[];
   operator: JsonValue | null;
@@ -69,7 +69,7 @@ export function mergeOperatorSnapshots(parts: ReadonlyArray<{ bytes: Uint8Array;
   const channelIdle = [...base.channelIdle];
   let operator: JsonValue | null = null;
   for (const { s, primary } of snaps) {
-    for (const t of s.state) {
+    for (const t of tablesFromSnapshot(s.state)) {
       const into = tables.get(t.name);
       if (into === undefined) tables.set(t.name, { name: t.name, kind: t.kind, entries: [...t.entries] });
       else {

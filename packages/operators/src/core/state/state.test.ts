@@ -4,7 +4,7 @@ import { z } from "zod";
 import { OperatorTestHarness } from "../../testing";
 import { listState, mapState, valueState, type JsonObject, type JsonValue, type ListState, type MapState, type StateTtlConfig, type ValueState } from "../api";
 import { defineOperator } from "../spec";
-import { HeapKeyedStateBackend } from "./backend";
+import { HeapKeyedStateBackend, tablesFromSnapshot } from "./backend";
 
 /**
  * A scriptable operator: each record is a command on the key's state ({ cmd, v?, mk? }); reads are
@@ -277,6 +277,75 @@ describe("HeapKeyedStateBackend", () => {
     c.restore(a.snapshot(), (k) => k.endsWith("1"));
     expect([...c.table("t", "value").keys()].sort()).toEqual(["key-1", "key-11", "key-21", "key-31"]);
     expect(c.table<Map<string, number>>("m", "map").get("x")).toBeUndefined();
+  });
+
+  it("keeps each table's snapshot order between snapshots: after any puts and deletes it equals a fresh backend's", () => {
+    // The order is updated from the keys added and deleted since the last snapshot (SnapshotOrder);
+    // a backend filled with the same final state from scratch sorts every key: both must agree.
+    const op = fc.oneof(
+      fc.record({ t: fc.constant("put" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 12 }), v: fc.integer() }),
+      fc.record({ t: fc.constant("delete" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 12 }) }),
+      fc.record({ t: fc.constant("snapshot" as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 300, size: "max" }), fc.constantFrom(4, 128), (ops, maxP) => {
+        const be = new HeapKeyedStateBackend();
+        const model = { a: new Map<string, number>(), b: new Map<string, number>() };
+        for (const name of ["a", "b"] as const) be.table<number>(name, "value");
+        const check = () => {
+          const fresh = new HeapKeyedStateBackend();
+          for (const name of ["a", "b"] as const) fresh.table<number>(name, "value");
+          for (const name of ["a", "b"] as const) for (const [k, v] of [...model[name]].reverse()) fresh.table<number>(name, "value").put(k, v);
+          expect(JSON.stringify(be.snapshot(maxP))).toBe(JSON.stringify(fresh.snapshot(maxP)));
+        };
+        for (const o of ops) {
+          if (o.t === "snapshot") check();
+          else if (o.t === "put") {
+            be.table<number>(o.table, "value").put(`k${o.key}`, o.v);
+            model[o.table].set(`k${o.key}`, o.v);
+          } else {
+            be.table<number>(o.table, "value").delete(`k${o.key}`);
+            model[o.table].delete(`k${o.key}`);
+          }
+        }
+        check();
+      }),
+      { numRuns: 200 },
+    );
+    // More writes between two snapshots than the table has keys (+1024): the kept columns are dropped and rebuilt.
+    const be = new HeapKeyedStateBackend();
+    const t = be.table<number>("a", "value");
+    for (let i = 0; i < 10; i++) t.put(`k${i}`, i);
+    be.snapshot();
+    for (let i = 0; i < 3000; i++) t.put(`k${(i * 7) % 13}`, i);
+    t.delete("k3");
+    const fresh = new HeapKeyedStateBackend();
+    for (const [k, v] of [...t.entries()].reverse()) fresh.table<number>("a", "value").put(k, v);
+    expect(be.snapshot()).toEqual(fresh.snapshot());
+  });
+
+  it("snapshots in columns, listing keys once for tables over the same keys, and reads the older pairs form back alike", () => {
+    const be = new HeapKeyedStateBackend();
+    for (const k of ["x", "y", "z"]) {
+      be.table<number>("count", "value").put(k, k.charCodeAt(0));
+      be.table<Map<string, number>>("m", "map").put(k, new Map([["p", 1], ["q", 2]]));
+    }
+    be.table<number>("other", "value").put("x", 7);
+    const columns = be.snapshotColumns(128);
+    expect(columns.map((t) => [t.name, t.keys === null ? null : t.keys.length])).toEqual([
+      ["count", 3],
+      ["m", null],
+      ["other", 1],
+    ]);
+    expect(columns[1]?.values[0]).toEqual(["p", 1, "q", 2]);
+    const pairs = tablesFromSnapshot(columns);
+    expect(pairs).toEqual(be.snapshot(128));
+    expect(pairs[1]?.entries[0]?.[1]).toEqual([["p", 1], ["q", 2]]);
+    // A snapshot written in the pairs form (before the columnar one) restores as it did.
+    const restored = new HeapKeyedStateBackend();
+    restored.restore(tablesFromSnapshot(pairs));
+    expect(JSON.stringify(restored.snapshotColumns(128))).toBe(JSON.stringify(columns));
+    expect(() => tablesFromSnapshot([{ name: "t", kind: "value", keys: ["a"], values: [1, 2] }])).toThrow(/state "t": the snapshot lists 1 keys for 2 values/);
   });
 
   it("refuses one state name with two kinds", () => {
