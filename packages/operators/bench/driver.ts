@@ -54,6 +54,14 @@ export interface KeyedWorkloadDef {
   pool?: number;
 }
 
+/**
+ * How the driver hands records to the host: by default the records between two watermark advances
+ * in one OperatorHost.processBatch call (what a source polling batches would do; operators
+ * without processBatch still see them one by one), or with `batches` false one processElement per
+ * record (`--per-record`). The sequence of records and watermarks is the same either way.
+ */
+export const feed = { batches: true };
+
 declare const gc: (() => void) | undefined;
 /** Heap plus ArrayBuffer memory: typed-array columns (key slots, rows) live outside the V8 heap. */
 const usedBytes = (): number => {
@@ -111,23 +119,30 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
           let wm = Number.NEGATIVE_INFINITY;
           const start = process.hrtime.bigint();
           let done = 0;
+          const batches = feed.batches;
           for (let pass = 0; done < def.events; pass++) {
             const offset = t0 + pass * poolSpan;
             const n = Math.min(poolSize, def.events - done);
+            let from = 0;
             for (let i = 0; i < n; i++) {
               const r = records[i] as StreamRecord;
               const ts = (base[i] as number) + offset;
               r.timestamp = ts;
-              host.processElement(r);
+              if (!batches) host.processElement(r);
               if (ts > maxTs) {
                 maxTs = ts;
                 const w = ts - ooo - 1;
                 if (w > wm) {
                   wm = w;
+                  if (batches) {
+                    host.processBatch(records, from, i + 1);
+                    from = i + 1;
+                  }
                   host.processWatermark(w);
                 }
               }
             }
+            if (batches && from < n) host.processBatch(records, from, n);
             done += n;
           }
           let state: RunResult["state"];

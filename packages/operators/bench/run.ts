@@ -1,8 +1,10 @@
 // `npm run bench -w packages/operators`: runs every registered workload single-threaded on heap
 // state with pre-built records, reports the median events/s of several runs and the live state
 // per key, and prints a markdown table (for docs/BENCHMARKS.md).
-//   options: --runs N (default 3), --only id1,id2
+//   options: --runs N (default 3), --only id1,id2, --per-record (one processElement per record
+//   instead of the records between two watermarks in one processBatch: see feed in ./driver)
 import os from "node:os";
+import { feed } from "./driver";
 import { workloads } from "./workloads";
 
 const args = process.argv.slice(2);
@@ -12,6 +14,7 @@ const opt = (name: string): string | undefined => {
 };
 const runs = Math.max(3, Number(opt("runs") ?? 3));
 const only = opt("only")?.split(",");
+feed.batches = !args.includes("--per-record");
 
 const fmt = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0));
 const median = (xs: number[]): number => {
@@ -41,7 +44,7 @@ for (const w of workloads) {
 }
 
 const load = os.loadavg().map((l) => l.toFixed(1)).join(" ");
-console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records pre-built; median of ${runs} runs after a warm-up\n`);
+console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records pre-built, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
 console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key |");
 console.log("|---|---:|---:|---|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);

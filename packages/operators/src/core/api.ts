@@ -143,6 +143,12 @@ export interface ProcessContext extends Collector {
   readonly inputPort: string;
 }
 
+/** processBatch's context: the ProcessContext, moved to each record in turn by enter(). */
+export interface BatchContext extends ProcessContext {
+  /** Makes `record` the one being processed: its key and timestamp are then the context's. */
+  enter(record: StreamRecord): void;
+}
+
 // ---- The operator lifecycle ------------------------------------------------------------------
 
 /**
@@ -154,6 +160,13 @@ export interface ProcessContext extends Collector {
 export interface Operator {
   open?(ctx: RuntimeContext): void;
   processElement(record: StreamRecord, ctx: ProcessContext): void;
+  /**
+   * Optional: records[from, to), all keyed, arriving on `in` with no watermark between them
+   * (OperatorHost.processBatch). Must do exactly what processElement would do on each in turn
+   * (entering each with ctx.enter first); it lets an operator look all their keys up before
+   * updating any, so that the lookups' cache misses overlap instead of queueing one by one.
+   */
+  processBatch?(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void;
   onTimer?(timer: TimerFiring, ctx: ProcessContext): void;
   /** Called after the timers up to `watermark` have fired, before it is forwarded. */
   onWatermark?(watermark: number, ctx: WatermarkContext): void;

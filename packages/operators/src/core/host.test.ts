@@ -145,6 +145,22 @@ describe("OperatorHost outputs", () => {
   });
 });
 
+describe("OperatorHost.processBatch", () => {
+  it("hands an operator without processBatch its records one by one, and refuses unkeyed records as processElement does", () => {
+    const outs: unknown[] = [];
+    const host = new OperatorHost({ nodeId: "op", spec: timerOp, params: {}, emit: (port, value, timestamp, key) => outs.push([port, value, timestamp, key]) });
+    host.processBatch([{ value: { at: 5 }, timestamp: 1, key: "x" }, { value: { at: 5 }, timestamp: 2, key: "y" }, { value: { at: 5 }, timestamp: 3, key: "x" }]);
+    host.processWatermark(5);
+    expect(outs.map((o) => (o as [string, JsonObject])[1])).toEqual([
+      { fired: 5, key: "x", ns: "", domain: "event", wm: 5, count: 2 },
+      { fired: 5, key: "y", ns: "", domain: "event", wm: 5, count: 1 },
+      { watermark: 5 },
+    ]);
+    expect(host.metrics().recordsIn).toBe(3);
+    expect(() => host.processBatch([{ value: { at: 9 }, timestamp: 4 }])).toThrow(/needs a keyed input but received a record without a key/);
+  });
+});
+
 describe("OperatorHost watermarks", () => {
   const host = (channels: number, out: number[]) =>
     new OperatorHost({ nodeId: "m", spec: timerOp, params: {}, emit: () => {}, inputChannels: channels, onWatermark: (w) => out.push(w) });

@@ -1,6 +1,7 @@
 // OperatorHost: runs one Operator instance (one subtask of one node) with its keyed state, timers,
 // current key and watermark; Flink's AbstractStreamOperator plus its InternalTimeServiceManager.
 import type {
+  BatchContext,
   JsonObject,
   JsonValue,
   Key,
@@ -117,7 +118,7 @@ const DEFAULT_NAMESPACE = "";
  * record to record, so the per-record path allocates nothing (Flink reuses its contexts too).
  * It is also the operator's TimerService and RuntimeContext.
  */
-class HostContext implements ProcessContext, TimerService, RuntimeContext, KeyScope, WatermarkContext {
+class HostContext implements BatchContext, TimerService, RuntimeContext, KeyScope, WatermarkContext {
   key: Key | undefined = undefined;
   timestamp = MIN_WATERMARK;
   watermark = MIN_WATERMARK;
@@ -133,6 +134,11 @@ class HostContext implements ProcessContext, TimerService, RuntimeContext, KeySc
     processingTime: number,
   ) {
     this.processingTime = processingTime;
+  }
+
+  enter(record: StreamRecord): void {
+    this.key = record.key;
+    this.timestamp = record.timestamp;
   }
 
   forKey(key: Key): Collector {
@@ -286,6 +292,24 @@ export class OperatorHost {
     ctx.timestamp = rec.timestamp;
     ctx.inputPort = inputPort;
     this.operator.processElement(rec, ctx);
+  }
+
+  /**
+   * Records arriving on `in` through channel 0 one after another, with no watermark between
+   * them: the same as processElement on each in order, but an operator with processBatch (and no
+   * key selector of its own) takes them in one call (see Operator.processBatch).
+   */
+  processBatch(records: readonly StreamRecord[], from = 0, to = records.length): void {
+    const op = this.operator;
+    let keyed = op.processBatch !== undefined && this.keySelector === undefined;
+    for (let i = from; keyed && i < to; i++) keyed = (records[i] as StreamRecord).key !== undefined;
+    if (!keyed) {
+      for (let i = from; i < to; i++) this.processElement(records[i] as StreamRecord);
+      return;
+    }
+    this.recordsIn += to - from;
+    this.ctx.inputPort = "in";
+    op.processBatch?.(records, from, to, this.ctx);
   }
 
   // ---- watermarks and time -------------------------------------------------------------------

@@ -5,7 +5,7 @@
 // Vocabulary: a *slice* is a gcd(size, slide)-long bucket of one key's records, the unit of state;
 // a *window* [end − size, end) covers size ÷ step consecutive slices; it *fires* when the watermark
 // reaches end − 1 and is *purged* at end − 1 + allowedLateness (trigger.ts).
-import { valueState, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
+import { valueState, type BatchContext, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
 import { errorRecord } from "../side-outputs";
 import { aggregateFunction, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
@@ -40,8 +40,23 @@ export class SlicedWindowOperator implements Operator {
   private readonly stride: number;
   // ---- scratch, not checkpointed
   private readonly scratch: Slot[];
+  /**
+   * Hopping windows with few slices per window: a packed array of the doubles a key holds in the
+   * steady state (its slices until the oldest window's purge, plus one for out-of-order input),
+   * copied for each new key so that its array has that capacity. Undefined: exact-size arrays.
+   */
+  private readonly room: Slot[] | undefined;
+  /** processBatch's lookups, by position in the batch. */
+  private readonly found: Array<SliceState | undefined> = [];
+  /** What processBatch's lookups read, kept so that the compiler keeps the reads. */
+  private touched = 0;
   // ---- keyed state (checkpointed by the engine)
   private state!: ValueState<SliceState>;
+  /**
+   * The backend keeps the very arrays it is given (the heap backend, the one that can adopt
+   * tables): a changed array need not be written back, and processBatch may look keys up first.
+   */
+  private byReference = false;
 
   constructor(
     private readonly nodeId: string,
@@ -61,13 +76,60 @@ export class SlicedWindowOperator implements Operator {
     this.slide = slideMs;
     this.stride = 1 + this.agg.width;
     this.scratch = new Array<Slot>(this.agg.width).fill(0);
+    const perWindow = sizeMs / this.assigner.step;
+    const roomy = HEADER + this.stride * (perWindow + 2);
+    if (this.assigner.step === slideMs && perWindow > 1 && roomy <= COMPACT_UP_TO) {
+      const room: Slot[] = [];
+      for (let i = 0; i < roomy; i++) room.push(NO_TIME); // push, not fill: a packed array of doubles
+      this.room = room;
+    }
   }
 
   open(ctx: RuntimeContext): void {
     this.state = ctx.getValueState(SLICES_STATE);
+    this.byReference = ctx.adoptState !== undefined;
   }
 
   processElement(record: StreamRecord, ctx: ProcessContext): void {
+    this.process(record, ctx, undefined);
+  }
+
+  /**
+   * On the heap: every record's state first, then the records in order, so that the key
+   * lookups (cache misses over 100 k keys) overlap. A state looked up here is still the key's
+   * when its record comes: processElement never deletes one and empties an array it replaces
+   * (length 0: look it up again), and a key that had none is looked up again.
+   */
+  processBatch(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
+    if (!this.byReference) {
+      for (let i = from; i < to; i++) {
+        const r = records[i] as StreamRecord;
+        ctx.enter(r);
+        this.process(r, ctx, undefined);
+      }
+      return;
+    }
+    const found = this.found;
+    const n = to - from;
+    let touched = 0;
+    for (let i = 0; i < n; i++) {
+      ctx.enter(records[from + i] as StreamRecord);
+      const st = this.state.value();
+      found[i] = st;
+      // Reading the newest slice start here loads the array's elements while other lookups are in flight.
+      if (st !== undefined) touched += at(st, HEADER);
+    }
+    this.touched = touched;
+    for (let i = 0; i < n; i++) {
+      const r = records[from + i] as StreamRecord;
+      ctx.enter(r);
+      this.process(r, ctx, found[i]);
+      found[i] = undefined;
+    }
+  }
+
+  /** processElement, given the key's state when it was looked up already (else undefined). */
+  private process(record: StreamRecord, ctx: ProcessContext, known: SliceState | undefined): void {
     const a = this.assigner;
     const lateness = this.allowedLatenessMs;
     const s = a.sliceStart(record.timestamp);
@@ -86,24 +148,49 @@ export class SlicedWindowOperator implements Operator {
     }
 
     const W = this.stride;
-    let st = this.state.value();
+    const found = known !== undefined && known.length !== 0 ? known : this.state.value();
+    let st = found;
     let newSlice = false;
     if (st === undefined) {
-      // A literal of the exact size (for width 1) keeps the key's array compact: no growth slack.
-      st = this.stride === 2 ? [NO_TIME, NO_TIME, s, 0] : [NO_TIME, NO_TIME, s];
-      this.initAt(st, HEADER + 1, input);
+      if (this.room !== undefined) {
+        // Made at its steady-state capacity, then cut to one slice (V8 keeps the capacity of an
+        // array shortened below 16 elements): new slices then go in place (see below).
+        st = this.room.slice();
+        st.length = HEADER;
+        st.push(s);
+        this.initAt(st, HEADER + 1, input);
+      } else {
+        // A literal of the exact size (for width 1) keeps the key's array compact: no growth slack.
+        st = this.stride === 2 ? [NO_TIME, NO_TIME, s, 0] : [NO_TIME, NO_TIME, s];
+        this.initAt(st, HEADER + 1, input);
+      }
       newSlice = true;
     } else {
       let j = HEADER;
       while (j < st.length && at(st, j) > s) j += W; // in-order input hits the newest slice at once
       if (j < st.length && st[j] === s) this.agg.add(st, j + 1, input);
       else {
-        // A new array of the exact size rather than splice, whose growth slack would triple the
-        // bytes per key: with 100 k keys, compact state is what stays in cache. The copy is
-        // O(slices), so keys with many slices grow in place (their slack is relatively small).
-        const slice: Slot[] = W === 2 ? [s, 0] : [s, ...this.scratch.map(() => 0)];
-        if (st.length > COMPACT_UP_TO) st.splice(j, 0, ...slice);
-        else st = st.slice(0, j).concat(slice, st.slice(j));
+        if (this.room !== undefined) {
+          // Hopping windows add a slice per key every slide: shifting the older ones by a stride
+          // within the array's capacity allocates nothing (a new array each time was a tenth of
+          // the time in garbage collection). A restored array has no spare capacity: its first
+          // push reallocates it with V8's growth slack, once.
+          const end = st.length;
+          for (let w = 0; w < W; w++) st.push(0);
+          for (let k = end - 1; k >= j; k--) st[k + W] = st[k] as Slot;
+          st[j] = s;
+        } else {
+          // A new array of the exact size rather than splice, whose growth slack would triple the
+          // bytes per key: with 100 k keys, compact state is what stays in cache. The copy is
+          // O(slices), so keys with many slices grow in place (their slack is relatively small).
+          const slice: Slot[] = W === 2 ? [s, 0] : [s, ...this.scratch.map(() => 0)];
+          if (st.length > COMPACT_UP_TO) st.splice(j, 0, ...slice);
+          else {
+            const old = st;
+            st = st.slice(0, j).concat(slice, st.slice(j));
+            old.length = 0; // replaced: a batch's earlier lookup of this key must not use it
+          }
+        }
         this.agg.init(st, j + 1, input);
         newSlice = true;
       }
@@ -130,7 +217,8 @@ export class SlicedWindowOperator implements Operator {
         st[T] = need;
       }
     }
-    this.state.update(st);
+    // By reference, the array read is the stored one: only a new array is written.
+    if (st !== found || !this.byReference) this.state.update(st);
   }
 
   onTimer(timer: TimerFiring, ctx: ProcessContext): void {
