@@ -1,6 +1,6 @@
 "use client";
 // The sign-in form: email and password to /api/auth/login, then on to where the person was going.
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { errorMessage, postJson } from "./post-json";
 import "./auth.css";
 
@@ -10,13 +10,19 @@ function safeNext(next: string | null): string {
 }
 
 export function LoginForm({ next }: { next: string | null }) {
-  const [email, setEmail] = useState("");
-  const [password, setPassword] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // The server-rendered form can be typed into before React takes it over: the fields stay
+  // uncontrolled (read from the form on submit, so nothing typed early is lost) and the button is
+  // disabled until then, so an early Enter or click cannot submit the bare HTML form instead.
+  const [ready, setReady] = useState(false);
+  useEffect(() => setReady(true), []);
 
-  async function submit(event: FormEvent) {
+  async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const email = String(form.get("email") ?? "");
+    const password = String(form.get("password") ?? "");
     setBusy(true);
     setError(null);
     try {
@@ -35,22 +41,22 @@ export function LoginForm({ next }: { next: string | null }) {
 
   return (
     <main className="kf-auth">
-      <form className="kf-auth__card" onSubmit={submit} data-testid="login-form">
+      <form className="kf-auth__card" method="post" onSubmit={submit} data-testid="login-form">
         <h1>Sign in to Keyflow</h1>
         <label className="kf-form-field">
           Email
-          <input type="email" autoComplete="username" required value={email} onChange={(e) => setEmail(e.target.value)} data-testid="login-email" />
+          <input type="email" name="email" autoComplete="username" required data-testid="login-email" />
         </label>
         <label className="kf-form-field">
           Password
-          <input type="password" autoComplete="current-password" required value={password} onChange={(e) => setPassword(e.target.value)} data-testid="login-password" />
+          <input type="password" name="password" autoComplete="current-password" required data-testid="login-password" />
         </label>
         {error ? (
           <div className="kf-auth__error" role="alert" data-testid="login-error">
             {error}
           </div>
         ) : null}
-        <button type="submit" className="kf-auth__submit" disabled={busy} data-testid="login-submit">
+        <button type="submit" className="kf-auth__submit" disabled={busy || !ready} data-testid="login-submit">
           {busy ? "Signing in…" : "Sign in"}
         </button>
       </form>
