@@ -94,4 +94,31 @@ export async function ensureTopic(admin: Admin, topic: string): Promise<void> {
     // Another writer created it meanwhile.
     if (!(await admin.listTopics()).includes(topic)) throw err;
   }
+  await untilServed(admin, topic);
+}
+
+/** Errors of a partition whose leader is elected in the metadata but does not serve it yet. */
+const NOT_SERVED_YET = new Set(["UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION", "NOT_LEADER_OR_FOLLOWER"]);
+
+/**
+ * Waits until every partition of a new topic answers a ListOffsets request. `waitForLeaders` only
+ * waits for leaders in the metadata; the broker may still answer "This server does not host this
+ * topic-partition" while it creates the partition's log (kafkajs issue #815), which failed a
+ * transactional sink's first send on a loaded machine. Bounded: a topic still not served after
+ * `timeoutMs` fails the job with the broker's error.
+ */
+export async function untilServed(admin: Admin, topic: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await admin.fetchTopicOffsets(topic);
+      return;
+    } catch (err) {
+      // kafkajs retries these itself first, then throws its retries-exceeded error with the broker's as cause.
+      const e = err as { type?: unknown; cause?: { type?: unknown } };
+      const type = e.type ?? e.cause?.type;
+      if (typeof type !== "string" || !NOT_SERVED_YET.has(type) || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }
