@@ -131,7 +131,17 @@ async function runnerJob(jobId: string | null): Promise<RunnerJob> {
  * coordinator still loading when the job joins): the job resumes from its checkpoint, and the
  * exactly-once sinks keep the counts below exact.
  */
-async function caughtUp(deployment: Deployment): Promise<void> {
+async function caughtUp(deployment: Deployment, input?: string): Promise<void> {
+  if (input !== undefined) {
+    // Lag alone can read 0 from a fetch made before the input was produced (a job just restarted
+    // with a new version): wait for the job's committed offsets, which follow completed
+    // checkpoints, to pass the input's end.
+    const end = Math.max(...(await admin.fetchTopicOffsets(input)).map((o) => Number(o.high)));
+    await eventually(async () => {
+      const committed = await admin.fetchOffsets({ groupId: `keyflow.${deployment.runnerJobId}.payments`, topics: [input] });
+      return Number(committed[0]?.partitions[0]?.offset) >= end ? true : undefined;
+    }, `deployment ${deployment.id} (${deployment.mode}) to commit offsets past ${input}'s end ${end}`);
+  }
   const at = await eventually(async () => {
     const job = await runnerJob(deployment.runnerJobId);
     if (job.status === "failed") throw new Error(`job of deployment ${deployment.id} ${job.status}: ${job.failure}\n${runnerLog()}`);
@@ -268,7 +278,7 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     expect((await runnerJob(enforcingV1.runnerJobId)).routing?.modes).toEqual({ "1": "enforcing", "2": "shadow" });
     // The input arrives once both versions run.
     await produce(PAYMENTS);
-    await caughtUp(enforcingV1);
+    await caughtUp(enforcingV1, PAYMENTS);
 
     const enforced = await readCommitted(ENFORCEMENT);
     const shadow = await readCommitted(`${B}.shadow`);
@@ -300,7 +310,7 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     expect(shadow.runnerJobId).toBe(enforcing.runnerJobId);
     const enforcementBefore = (await readCommitted(ENFORCEMENT)).length;
     await produce(input);
-    await caughtUp(enforcing);
+    await caughtUp(enforcing, input);
     const shadowAlerts = await readCommitted(`${A}.shadow`);
     const enforcedNow = await readCommitted(ENFORCEMENT);
     // The enforcing branch added its 20 alerts to the shared enforcement topic; the shadow branch none.
