@@ -221,6 +221,15 @@ export class LocalJob {
       this.sourceDeadLetter(src, origin, `is not valid JSON (${(e as Error).message})`, text);
       return;
     }
+    const proto = text.includes("__proto__") ? protoFieldPath(value, "") : undefined;
+    if (proto !== undefined) {
+      // JSON.parse keeps "__proto__" as an own field, but MessagePack readers (snapshots) rename it
+      // to keep it from setting a prototype: held in state, the record would come back from a
+      // checkpoint changed. Refused whole, with its bytes, rather than altered.
+      src.recordsIn++;
+      this.sourceDeadLetter(src, origin, `has a field named "__proto__" (${proto}), which Keyflow does not accept: it could not be checkpointed and restored unchanged`, text);
+      return;
+    }
     this.pushParsed(src, value, origin, text);
   }
 
@@ -502,4 +511,22 @@ interface JobSnapshot {
   idleNodes: string[];
   sinkCounts: Record<string, number>;
   deadLetterCounts: Record<string, number>;
+}
+
+/** The path of the first field named "__proto__" in `value` (e.g. `$.a.__proto__`), or undefined. */
+function protoFieldPath(value: JsonValue, at: string): string | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = protoFieldPath(value[i] as JsonValue, `${at}[${i}]`);
+      if (p !== undefined) return p;
+    }
+    return undefined;
+  }
+  if (Object.prototype.hasOwnProperty.call(value, "__proto__")) return `$${at}.__proto__`;
+  for (const k of Object.keys(value)) {
+    const p = protoFieldPath(value[k] as JsonValue, `${at}.${k}`);
+    if (p !== undefined) return p;
+  }
+  return undefined;
 }
