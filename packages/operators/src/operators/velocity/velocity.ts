@@ -400,11 +400,19 @@ function orderedVelocity(params: VelocityParams): Operator {
   };
 }
 
-/** Records of one timestamp waiting for the watermark, in arrival order. */
+/**
+ * Records of one timestamp waiting for the watermark, in arrival order: the first `n` of the arrays.
+ * Released buckets are reused (their entries cleared): a bucket lives about maxOutOfOrdernessMs,
+ * long enough to be promoted by the collector, and fresh ones made most of its old-space garbage.
+ */
 interface PendingAt {
-  keys: Key[];
-  values: JsonObject[];
+  keys: Array<Key | undefined>;
+  values: Array<JsonObject | undefined>;
+  n: number;
 }
+
+/** Released buckets kept for reuse: more than the timestamps a second of out-of-orderness holds at 1 ms. */
+const SPARE_BUCKETS = 4096;
 
 /** Doubles per slot row: [count, cleanupAt (NaN: none), mode], then the timestamps, ascending. */
 const ROW_HEAD = 3;
@@ -586,7 +594,14 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private readonly cleanups: SlotSchedule;
   private readonly pending = new Map<number, PendingAt>();
   private readonly times = new NumberMinHeap();
-  private pendingCount = 0;
+  private readonly spare: PendingAt[] = [];
+  /** Scratch arrays a timestamp's keys and values are sorted into (reused; at most one timestamp's records). */
+  private readonly sortedKeys: Key[] = [];
+  private readonly sortedValues: JsonObject[] = [];
+  /** release's slot of each sorted record. */
+  private slotOf = new Int32Array(64);
+  /** What release's first pass read of the rows, kept so that the compiler keeps the reads. */
+  private touched = 0;
   private readonly releaseOrder = new ReleaseOrder();
 
   constructor(private readonly params: VelocityParams) {
@@ -610,14 +625,13 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private buffer(ts: number, key: Key, value: JsonObject): void {
     let at = this.pending.get(ts);
     if (at === undefined) {
-      at = { keys: [key], values: [value] };
+      at = this.spare.pop() ?? { keys: [], values: [], n: 0 };
       this.pending.set(ts, at);
       this.times.push(ts);
-    } else {
-      at.keys.push(key);
-      at.values.push(value);
     }
-    this.pendingCount++;
+    at.keys[at.n] = key;
+    at.values[at.n] = value;
+    at.n++;
   }
 
   onWatermark(watermark: number, ctx: WatermarkContext): void {
@@ -625,8 +639,13 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       this.times.pop();
       const at = this.pending.get(ts) as PendingAt;
       this.pending.delete(ts);
-      this.pendingCount -= at.keys.length;
       this.release(ts, at, ctx);
+      for (let i = 0; i < at.n; i++) {
+        at.keys[i] = undefined;
+        at.values[i] = undefined;
+      }
+      at.n = 0;
+      if (this.spare.length < SPARE_BUCKETS) this.spare.push(at);
     }
     const windows = this.windows;
     this.cleanups.due(watermark, (slot) => {
@@ -644,27 +663,42 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
 
   /** Counts the records of one timestamp: by key, and by canonical JSON within a key (as sortPending). */
   private release(ts: number, at: PendingAt, ctx: WatermarkContext): void {
-    let { keys, values } = at;
-    const n = keys.length;
+    const n = at.n;
+    const keys = this.sortedKeys;
+    const values = this.sortedValues;
     if (n > 1) {
-      const order = this.releaseOrder.sort(keys, values, n);
-      const sortedKeys = new Array<Key>(n);
-      const sortedValues = new Array<JsonObject>(n);
+      const order = this.releaseOrder.sort(at.keys as Key[], at.values as JsonObject[], n);
       for (let i = 0; i < n; i++) {
         const o = order[i] as number;
-        sortedKeys[i] = keys[o] as Key;
-        sortedValues[i] = values[o] as JsonObject;
+        keys[i] = at.keys[o] as Key;
+        values[i] = at.values[o] as JsonObject;
       }
-      keys = sortedKeys;
-      values = sortedValues;
+    } else {
+      keys[0] = at.keys[0] as Key;
+      values[0] = at.values[0] as JsonObject;
     }
+    // Every key's slot and row first, then the counting: the lookups and row loads (cache misses
+    // over a million keys) of different keys then overlap instead of queueing one by one.
+    if (n > this.slotOf.length) this.slotOf = new Int32Array(2 ** Math.ceil(Math.log2(n)));
+    const slotOf = this.slotOf;
+    let touched = 0;
+    for (let i = 0; i < n; i++) {
+      if (i > 0 && keys[i] === keys[i - 1]) {
+        slotOf[i] = slotOf[i - 1] as number;
+        continue;
+      }
+      const slot = this.slots.findOrAdd(keys[i] as Key);
+      if (this.slots.added) this.windows.grow(this.slots.capacity);
+      slotOf[i] = slot;
+      touched += this.windows.rows[slot * ROW] as number;
+    }
+    this.touched = touched;
     const horizon = ts - this.params.windowMs;
     for (let i = 0; i < n; ) {
       const key = keys[i] as Key;
       let j = i + 1;
       while (j < n && keys[j] === key) j++;
-      const slot = this.slots.findOrAdd(key);
-      if (this.slots.added) this.windows.grow(this.slots.capacity);
+      const slot = slotOf[i] as number;
       countGroup(this.params, key, this.windows.reserve(slot, j - i, horizon), ts, values, i, j, ctx.forKey(key));
       this.ensureCleanup(slot);
       i = j;
@@ -688,11 +722,11 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const times = [...this.pending.keys()].sort((a, b) => a - b);
     for (const ts of times) {
       const at = this.pending.get(ts) as PendingAt;
-      at.keys.forEach((k, i) => {
-        let p = byKey.get(k);
+      at.keys.slice(0, at.n).forEach((k, i) => {
+        let p = byKey.get(k as Key);
         if (p === undefined) {
           p = { ts: [], values: [] };
-          byKey.set(k, p);
+          byKey.set(k as Key, p);
         }
         p.ts.push(ts);
         p.values.push(at.values[i] as JsonObject);
@@ -720,7 +754,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   override *keys(): IterableIterator<Key> {
     for (const slot of this.slots.slots()) yield this.slots.keyAt(slot) as Key;
     const waitingOnly = new Set<Key>();
-    for (const at of this.pending.values()) for (const key of at.keys) if (this.slots.find(key) < 0) waitingOnly.add(key);
+    for (const at of this.pending.values()) for (const key of at.keys.slice(0, at.n) as Key[]) if (this.slots.find(key) < 0) waitingOnly.add(key);
     yield* waitingOnly;
   }
   *entries(): IterableIterator<[Key, unknown]> {
@@ -757,7 +791,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   }
   estimatedBytes(): number {
     let bytes = this.slots.bytes() + this.windows.bytes() + 32 * this.pending.size;
-    for (const at of this.pending.values()) bytes += 16 * at.keys.length + estimateBytes(at.values);
+    for (const at of this.pending.values()) bytes += 16 * at.n + estimateBytes(at.values.slice(0, at.n) as JsonObject[]);
     return bytes;
   }
 }
