@@ -106,13 +106,13 @@ function batchedRun(c: Case, ooo: number, events: RefEvent[], storage: Storage, 
   return out;
 }
 
-/** The record-by-record run on the heap, with each output's key (what batchedRun must reproduce exactly). */
-function recordRun(c: Case, ooo: number, events: RefEvent[]): Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> {
+/** The record-by-record run on the heap, with each output's key (what batchedRun must reproduce exactly); ooo undefined: no watermark before the end. */
+function recordRun(c: Case, ooo: number | undefined, events: RefEvent[]): Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> {
   const h = OperatorTestHarness.forSpec(specs[c.type], c.params, { keyed: true });
   let maxTs = Number.NEGATIVE_INFINITY;
   for (const e of events) {
     h.processElement(e.value, e.ts, e.key);
-    if (e.ts > maxTs) {
+    if (ooo !== undefined && e.ts > maxTs) {
       maxTs = e.ts;
       h.processWatermark(maxTs - ooo - 1);
     }
@@ -167,6 +167,19 @@ describe("window operators against the reference model", () => {
         expect(batchedRun(c, ooo, events, storage)).toEqual(recordRun(c, ooo, events));
       }),
       { numRuns: 400 },
+    );
+  });
+
+  it("a batch longer than processBatch's lookup chunk (128) equals the records one by one", () => {
+    const arb = aggregateArb.chain((agg) => fc.record({ c: caseArb(agg, 0), events: fc.array(eventArb(agg), { minLength: 129, maxLength: 300 }) }));
+    fc.assert(
+      fc.property(arb, ({ c, events }) => {
+        const h = OperatorTestHarness.forSpec(specs[c.type], c.params, { keyed: true });
+        h.host.processBatch(events.map((e): StreamRecord => ({ value: e.value, timestamp: e.ts, key: e.key })));
+        h.endOfInput();
+        expect(h.takeOutput()).toEqual(recordRun(c, undefined, events));
+      }),
+      { numRuns: 100 },
     );
   });
 
