@@ -600,6 +600,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private readonly sortedValues: JsonObject[] = [];
   /** release's slot of each sorted record. */
   private slotOf = new Int32Array(64);
+  private sortedSlots = new Int32Array(64);
   /** What release's first pass read of the rows, kept so that the compiler keeps the reads. */
   private touched = 0;
   private readonly releaseOrder = new ReleaseOrder();
@@ -664,41 +665,44 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   /** Counts the records of one timestamp: by key, and by canonical JSON within a key (as sortPending). */
   private release(ts: number, at: PendingAt, ctx: WatermarkContext): void {
     const n = at.n;
+    // Every key's slot and row first, in arrival order, then the counting: the lookups and row loads
+    // (cache misses over a million keys) of different keys then overlap instead of queueing one by
+    // one, and sorting then reads keys already in cache.
+    if (n > this.slotOf.length) {
+      this.slotOf = new Int32Array(2 ** Math.ceil(Math.log2(n)));
+      this.sortedSlots = new Int32Array(this.slotOf.length);
+    }
+    const slotOf = this.slotOf;
+    let touched = 0;
+    for (let i = 0; i < n; i++) {
+      const slot = this.slots.findOrAdd(at.keys[i] as Key);
+      if (this.slots.added) this.windows.grow(this.slots.capacity);
+      slotOf[i] = slot;
+      touched += this.windows.rows[slot * ROW] as number;
+    }
+    this.touched = touched;
     const keys = this.sortedKeys;
     const values = this.sortedValues;
+    const slots = this.sortedSlots;
     if (n > 1) {
       const order = this.releaseOrder.sort(at.keys as Key[], at.values as JsonObject[], n);
       for (let i = 0; i < n; i++) {
         const o = order[i] as number;
         keys[i] = at.keys[o] as Key;
         values[i] = at.values[o] as JsonObject;
+        slots[i] = slotOf[o] as number;
       }
     } else {
       keys[0] = at.keys[0] as Key;
       values[0] = at.values[0] as JsonObject;
+      slots[0] = slotOf[0] as number;
     }
-    // Every key's slot and row first, then the counting: the lookups and row loads (cache misses
-    // over a million keys) of different keys then overlap instead of queueing one by one.
-    if (n > this.slotOf.length) this.slotOf = new Int32Array(2 ** Math.ceil(Math.log2(n)));
-    const slotOf = this.slotOf;
-    let touched = 0;
-    for (let i = 0; i < n; i++) {
-      if (i > 0 && keys[i] === keys[i - 1]) {
-        slotOf[i] = slotOf[i - 1] as number;
-        continue;
-      }
-      const slot = this.slots.findOrAdd(keys[i] as Key);
-      if (this.slots.added) this.windows.grow(this.slots.capacity);
-      slotOf[i] = slot;
-      touched += this.windows.rows[slot * ROW] as number;
-    }
-    this.touched = touched;
     const horizon = ts - this.params.windowMs;
     for (let i = 0; i < n; ) {
       const key = keys[i] as Key;
       let j = i + 1;
       while (j < n && keys[j] === key) j++;
-      const slot = slotOf[i] as number;
+      const slot = slots[i] as number;
       countGroup(this.params, key, this.windows.reserve(slot, j - i, horizon), ts, values, i, j, ctx.forKey(key));
       this.ensureCleanup(slot);
       i = j;
