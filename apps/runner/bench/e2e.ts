@@ -1,9 +1,9 @@
 // End-to-end benchmark through the real broker: W0 (source.kafka → sink.kafka) and W1 (source.kafka →
 // keyBy → velocity → sink.kafka), Keyflow's `keyflow run` beside Apache Flink's MiniCluster on the same
 // topic, the same records and the same cores. Results go to docs/BENCHMARKS.md by hand, with the command.
-//   npm run bench -w apps/runner -- [--events 500000] [--runs 3] [--engines keyflow,flink]
+//   npm run bench:e2e -w apps/runner -- [--events 500000] [--runs 3] [--engines keyflow,flink]
 //     [--workloads w0,w1] [--parallelism 1,2] [--guarantees at-least-once,exactly-once]
-//   npm run bench -w apps/runner -- --mode latency --rate 30000 [--seconds 30] [--runs 3] [--keys 10000]
+//   npm run bench:e2e -w apps/runner -- --mode latency --rate 30000 [--seconds 30] [--runs 3] [--keys 10000]
 //     [--guarantees at-least-once,exactly-once] [--parallelism 1] [--checkpoint-interval 1000]
 //   Latency mode: W1 (`eager` velocity) on an unbounded topic fed by a paced producer at --rate events/s;
 //   each payment carries its produce time (`sentAt`), each alert echoes its payment (`event`), and a
