@@ -18,8 +18,10 @@ class DelegatingWriter<T> implements CommittingWriter<T> {
   get target(): string {
     return this.inner.target;
   }
-  open(restored: JsonValue | undefined): Promise<void> {
-    return this.inner.open(restored);
+  open(restored: JsonValue | undefined, restoredCommitted?: boolean): Promise<void> {
+    // restoredCommitted must reach the writer: without it a Kafka writer takes the restored
+    // checkpoint as committed and aborts the transaction it should finish.
+    return this.inner.open(restored, restoredCommitted);
   }
   write(records: readonly T[]): Promise<void> {
     return this.inner.write(records);
