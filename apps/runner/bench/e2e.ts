@@ -248,7 +248,7 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
   };
   const file = path.join(dir, "pipeline.json");
   writeFileSync(file, JSON.stringify(pipeline));
-  const runner = spawn("node", [path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KEYFLOW_LOG_LEVEL: "info" } });
+  const runner = spawn("node", [path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KEYFLOW_LOG_LEVEL: process.env.KEYFLOW_LOG_LEVEL ?? "info" } });
   let runnerLog = "";
   runner.stderr.on("data", (d: Buffer) => (runnerLog += d.toString()));
   runner.stdout.on("data", (d: Buffer) => (runnerLog += d.toString()));
@@ -316,6 +316,13 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
   clearTimeout(killer);
   rmSync(dir, { recursive: true, force: true });
   if (latencies.length === 0) throw new Error(`no alerts measured:\n${runnerLog.slice(-3000)}`);
+  // With KEYFLOW_LOG_LEVEL=debug the runner says where each checkpoint's time went: medians of its phases.
+  const phases = new Map<string, number[]>();
+  for (const m of runnerLog.matchAll(/checkpoint \d+ done in ([\d.]+) ms([^\n]*)/g)) {
+    phases.set("total", [...(phases.get("total") ?? []), Number(m[1])]);
+    for (const p of (m[2] ?? "").matchAll(/(snapshot|sinks flushed|written|committed|marked) (\d+) ms/g)) phases.set(p[1]!, [...(phases.get(p[1]!) ?? []), Number(p[2])]);
+  }
+  if (phases.size > 0) console.log(`  ${guarantee} p=${parallelism}: checkpoint phases (medians of ${phases.get("total")?.length ?? 0}): ${[...phases].map(([k, v]) => `${k} ${median(v)} ms`).join(", ")}`);
   const sorted = latencies.sort((a, b) => a - b);
   const q = (f: number) => sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))] ?? Number.NaN;
   return { p50: q(0.5), p99: q(0.99), p999: q(0.999), max: sorted[sorted.length - 1] ?? Number.NaN, alerts: sorted.length, produced: sent, rate: sent / produceSeconds };

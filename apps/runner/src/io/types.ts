@@ -81,6 +81,13 @@ export interface CommittingWriter<T> {
   prepareCommit(checkpointId: number): Promise<JsonValue>;
   /** Phase 2: the checkpoint holding `prepared` is durable; make the epoch visible. Idempotent. */
   commit(checkpointId: number, prepared: JsonValue): Promise<void>;
+  /**
+   * True when phase 2 does nothing for this writer (at-least-once Kafka: every send acknowledged
+   * at phase 1 is already visible), so the next epoch's records may be written while the
+   * checkpoint is still being made durable. The driver then goes on processing records as soon as
+   * the sinks are flushed instead of after the folder's fsync and marker (see JobDriver.loop).
+   */
+  readonly writesBeforeCommit?: boolean;
   close(): Promise<void>;
 }
 

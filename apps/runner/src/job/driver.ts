@@ -143,6 +143,24 @@ const HISTORY = 50;
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
 
+/** A checkpoint whose sinks have prepared (phase 1), waiting for its phase 2 (JobDriver.finishCheckpoint). */
+interface PreparedCheckpoint {
+  id: number;
+  started: number;
+  t0: number;
+  state: Uint8Array | TaskCheckpointState[];
+  sources: Record<string, JsonValue>;
+  extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">;
+  sinkList: RecordSink[];
+  prepared: JsonValue[];
+  sinks: Record<string, JsonValue>;
+  deadLetters: JsonValue;
+  /** performance.now() at the phases' ends so far, for the debug line. */
+  phase: number[];
+  stateBytes: number;
+  incrementalBytes: number;
+}
+
 export class JobDriver {
   readonly jobId: string;
   private phase: JobStatus = "starting";
@@ -180,6 +198,10 @@ export class JobDriver {
   private checkpointWanted = false;
   /** Savepoints waiting for the next completed checkpoint: the folder to copy it into. */
   private savepointWaiters: Array<{ root: string; resolve: (path: string) => void; reject: (err: unknown) => void }> = [];
+  /** The second half of the last checkpoint while it runs beside the loop (see commitCheckpoint); it never rejects. */
+  private finishing: Promise<void> | undefined;
+  /** Why that second half failed: the loop fails the job with it. */
+  private finishingFailure: unknown;
   private readonly digest: string;
   private readonly log: Logger;
   /** Single-threaded jobs: the engine loop's time (idle waiting for a batch, backpressured waiting for the sinks). */
@@ -487,6 +509,7 @@ export class JobDriver {
     // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
     while (active > 0) {
+      if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
       const wait = this.checkpointWanted ? 0 : Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()));
       this.engineTime.switchTo("idle");
@@ -573,6 +596,7 @@ export class JobDriver {
   }
 
   private async checkpoint(): Promise<void> {
+    await this.settleCheckpoint();
     const job = this.requireJob();
     const started = this.opts.clock.now();
     const t0 = performance.now();
@@ -600,7 +624,13 @@ export class JobDriver {
     return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks });
   }
 
-  /** The two-phase commit of a checkpoint whose state is taken: sinks prepare, `chk-<id>` written, sinks commit, marked committed. */
+  /**
+   * The two-phase commit of a checkpoint whose state is taken: sinks prepare, `chk-<id>` written,
+   * sinks commit, marked committed. When every output writes before commit (at-least-once Kafka),
+   * the part after the sinks' flush runs on while the loop processes the next records (Flink's
+   * asynchronous checkpoint phase): an engine stalled for the folder's fsync and marker delayed
+   * every record arriving meanwhile. One checkpoint at a time still: the next one waits for it.
+   */
   private async commitCheckpoint(
     id: number,
     started: number,
@@ -609,12 +639,39 @@ export class JobDriver {
     sources: Record<string, JsonValue>,
     extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">,
   ): Promise<void> {
-    try {
-      await this.twoPhaseCommit(id, started, t0, state, sources, extra);
-    } catch (err) {
+    const failed = (err: unknown): unknown => {
       if (!isFenced(err)) this.checkpointFailed({ id, triggeredAt: started, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
-      throw err;
+      return err;
+    };
+    let finish: () => Promise<void>;
+    try {
+      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra);
+    } catch (err) {
+      throw failed(err);
     }
+    const overlap = this.overlapsCommit();
+    const done = finish().catch((err: unknown) => {
+      throw failed(err);
+    });
+    if (!overlap) return done;
+    this.log.debug(`checkpoint ${id}: sinks flushed; records flow again while its folder is written and marked`);
+    this.finishing = done.catch((err: unknown) => {
+      this.finishingFailure ??= err;
+    });
+  }
+
+  /** Every output's phase 2 is a no-op and nothing waits on this checkpoint (a savepoint, a routing switch). */
+  private overlapsCommit(): boolean {
+    if (this.parallel || this.status !== "running" || this.checkpointWanted || this.savepointWaiters.length > 0) return false;
+    return [...this.sinks.values()].every((s) => s.writesBeforeCommit === true) && this.requireDeadLetters().writesBeforeCommit === true;
+  }
+
+  /** Waits for the previous checkpoint's second half, if still running; rethrows its failure. */
+  private async settleCheckpoint(): Promise<void> {
+    const f = this.finishing;
+    this.finishing = undefined;
+    if (f) await f;
+    if (this.finishingFailure !== undefined) throw this.finishingFailure;
   }
 
   private checkpointFailed(f: FailedCheckpoint): void {
@@ -623,8 +680,8 @@ export class JobDriver {
     this.opts.onCheckpointFailed?.(f);
   }
 
-  private async twoPhaseCommit(...[id, started, t0, state, sources, extra]: Parameters<JobDriver["commitCheckpoint"]>): Promise<void> {
-    const { checkpoints, clock } = this.opts;
+  /** Phase 1 (sinks prepare); resolves with the rest (write, commit, mark), for commitCheckpoint to run. */
+  private async twoPhaseCommit(...[id, started, t0, state, sources, extra]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
     const snapshotBytes = state instanceof Uint8Array ? state.byteLength : state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0);
     // Disk-backend chains: the whole state a restore reads, and what this checkpoint added to it.
     const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
@@ -641,6 +698,13 @@ export class JobDriver {
     });
     crashPoint("after-precommit");
     phase.push(performance.now());
+    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes });
+  }
+
+  /** Phase 2 of a prepared checkpoint: `chk-<id>` written durably, sinks commit, marked committed, sources told. */
+  private async finishCheckpoint(c: PreparedCheckpoint): Promise<void> {
+    const { checkpoints, clock } = this.opts;
+    const { id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes } = c;
     await checkpoints.write(
       {
         format: CHECKPOINT_FORMAT,
@@ -708,6 +772,7 @@ export class JobDriver {
   private readonly diskSuffix = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
   private async closeAll(): Promise<void> {
+    await this.finishing;
     for (const w of this.savepointWaiters.splice(0)) w.reject(new Error(`job "${this.jobId}" ended before its savepoint's checkpoint completed`));
     this.abort.abort(new Error(this.stopRequested ?? "job ended"));
     this.queue.close();

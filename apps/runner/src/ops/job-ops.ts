@@ -23,6 +23,9 @@ class DelegatingWriter<T> implements CommittingWriter<T> {
     // checkpoint as committed and aborts the transaction it should finish.
     return this.inner.open(restored, restoredCommitted);
   }
+  get writesBeforeCommit(): boolean {
+    return this.inner.writesBeforeCommit === true;
+  }
   write(records: readonly T[]): Promise<void> {
     return this.inner.write(records);
   }

@@ -118,14 +118,16 @@ describe("OpsSink and JobOps", () => {
     expect(time.perSecond()).toEqual({ busyTimeMsPerSecond: 682, backPressuredTimeMsPerSecond: 0, idleTimeMsPerSecond: 318 });
   });
 
-  it("hands the writer whether the restored checkpoint was committed", async () => {
+  it("hands the writer whether the restored checkpoint was committed, and whether it writes before commit", async () => {
     // Dropping restoredCommitted made a Kafka writer take an uncommitted checkpoint as committed and
     // abort the transaction it had to finish: that epoch's output was lost on restore.
     const opened: Array<[unknown, boolean | undefined]> = [];
-    const inner: RecordSink = { ...memorySink("out"), open: async (restored, restoredCommitted) => void opened.push([restored, restoredCommitted]) };
+    const inner: RecordSink = { ...memorySink("out"), writesBeforeCommit: true, open: async (restored, restoredCommitted) => void opened.push([restored, restoredCommitted]) };
     const sink = new OpsSink(inner, new RecordThrottle(), new TimeAccount(() => 0, 1000));
     await sink.open({ transactionalId: "t.0" }, false);
     expect(opened).toEqual([[{ transactionalId: "t.0" }, false]]);
+    expect(sink.writesBeforeCommit).toBe(true);
+    expect(new OpsSink(memorySink("other"), new RecordThrottle(), new TimeAccount(() => 0, 1000)).writesBeforeCommit).toBe(false);
   });
 
   it("throttles only the job's sinks, naming the node otherwise, and keeps caps across a restart's new sinks", async () => {

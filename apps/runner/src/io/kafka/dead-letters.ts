@@ -47,6 +47,9 @@ export class KafkaDeadLetterSink implements DeadLetterSink {
   get target(): string {
     return this.writer.target;
   }
+  get writesBeforeCommit(): boolean {
+    return this.writer.writesBeforeCommit;
+  }
   open(restored: JsonValue | undefined, restoredCommitted?: boolean): Promise<void> {
     return this.writer.open(restored, restoredCommitted);
   }

@@ -31,6 +31,10 @@ export class KafkaSink implements RecordSink {
     return this.writer.send(messages);
   }
 
+  get writesBeforeCommit(): boolean {
+    return this.writer.writesBeforeCommit;
+  }
+
   prepareCommit(_checkpointId: number): Promise<JsonValue> {
     return this.writer.prepareCommit();
   }

@@ -129,6 +129,11 @@ export class KafkaWriter {
     return `kafka:${this.opts.topic}`;
   }
 
+  /** See CommittingWriter.writesBeforeCommit: commit() is a no-op at least once. */
+  get writesBeforeCommit(): boolean {
+    return this.opts.guarantee === "at-least-once";
+  }
+
   private fail(message: string): Error {
     return new Error(`${this.opts.what} (Kafka topic "${this.opts.topic}"): ${message}`);
   }
