@@ -146,10 +146,27 @@ function call(id, kind, input) {
       return;
     }
   }
+  // The budget is CPU time, so that a loaded machine does not fail a call that fits; isolated-vm's
+  // own timeout is wall-clock (laverdet/isolated-vm#108) and serves as the backstop that stops an
+  // endless loop. The process's CPU time measures the call: applySync blocks this process's only
+  // JavaScript thread, and the process does nothing else (isolated-vm's cpuTime, measured here,
+  // follows the wall clock in its prebuilt binaries, descheduled time included).
+  const iso = /** @type {import("isolated-vm").Isolate} */ (isolate);
+  const cpuBefore = process.cpuUsage();
+  const spent = () => {
+    const used = process.cpuUsage(cpuBefore);
+    return { cpuMs: Math.round((used.user + used.system) / 1000) };
+  };
   try {
     const ref = /** @type {import("isolated-vm").Reference<Function>} */ (dispatch);
-    const raw = ref.applySync(undefined, [kind, input], { timeout: config.timeoutMs });
-    if (typeof raw !== "string") {
+    const raw = ref.applySync(undefined, [kind, input], { timeout: config.wallTimeoutMs });
+    const { cpuMs } = spent();
+    if (cpuMs > config.timeoutMs) {
+      // Finished, but over its budget: refused like a stopped call, from a fresh isolate next time
+      // (its module-level variables may carry what this call did).
+      send({ t: "failure", id, error: { kind: "timeout", message: "over its CPU budget", cpuMs } });
+      disposeIsolate();
+    } else if (typeof raw !== "string") {
       send({ t: "failure", id, error: { kind: "invalid-output", message: "the call returned no JSON text" } });
     } else if (raw.length > config.maxEffectsBytes) {
       send({
@@ -162,6 +179,7 @@ function call(id, kind, input) {
     }
   } catch (e) {
     const failure = classify(e, "internal");
+    if (failure.kind === "timeout" && !iso.isDisposed) Object.assign(failure, spent());
     send({ t: "failure", id, error: failure });
     // After a timeout the user's globals may be half-updated; after the memory limit the isolate is
     // gone. Either way the next call gets a fresh isolate (and reloads the module).

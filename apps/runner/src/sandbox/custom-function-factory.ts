@@ -41,7 +41,7 @@ import type {
 } from "@keyflow/operators";
 import { SandboxError } from "./errors";
 import type { CallAnswer, CallParams, OpenAnswer, SerializedSandboxError } from "./custom-function-worker";
-import type { SandboxOptions } from "./sandbox";
+import { sandboxCallWallMs, type SandboxOptions } from "./sandbox";
 import { BridgeError, SyncBridge } from "./sync-bridge";
 import type { Effects, StateCell, StateKind, StateSnapshot } from "./types";
 
@@ -93,7 +93,7 @@ export function createCustomFunctionFactory(opts: CustomFunctionFactoryOptions =
   };
   // The sandbox's own deadlines (start, load, call, kill) come first; the bridge's is a backstop.
   const callDeadlineMs =
-    (options.startTimeoutMs ?? 10_000) + (options.initTimeoutMs ?? 1_000) + (options.timeoutMs ?? 50) + (options.killGraceMs ?? 1_000) + 10_000;
+    (options.startTimeoutMs ?? 10_000) + (options.initTimeoutMs ?? 1_000) + sandboxCallWallMs(options.timeoutMs ?? 50) + (options.killGraceMs ?? 1_000) + 10_000;
   const bridge = new SyncBridge({
     handler: HANDLER,
     label: "process.custom's sandbox thread",

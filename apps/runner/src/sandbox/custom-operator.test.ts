@@ -196,7 +196,7 @@ describe("process.custom through the sandbox, in the engine", () => {
         if (record.value.kind === "bomb") { const a: number[][] = []; for (;;) a.push(new Array(1e6).fill(1)); }
         ctx.output({ count: count.value() ?? 0 });
       }`;
-    const s = sandboxes({ timeoutMs: 1_000, memoryLimitMb: 64 });
+    const s = sandboxes({ timeoutMs: 300, memoryLimitMb: 64 });
     const h = OperatorTestHarness.forSpec(specWith(s.factory), { code }, { keyed: true, nodeId: "mine" });
     for (const kind of ["ok", "throw", "loop", "bomb", "ok"]) h.processElement({ kind }, 1, "k");
     const out = h.output().map((o) => [o.port, o.port === "errors" ? o.value.error : o.value]);
@@ -207,7 +207,7 @@ describe("process.custom through the sandbox, in the engine", () => {
       ["out", { before: "throw" }],
       ["errors", 'node "mine": processElement threw: RangeError: too big (process.custom.ts:6:50)'],
       // A stopped call did nothing (its isolate is gone): not even its first write.
-      ["errors", expect.stringMatching(/^node "mine": processElement threw: process\.custom: processElement did not finish within 1000 ms \(an endless loop\?\)/)],
+      ["errors", expect.stringMatching(/^node "mine": processElement threw: process\.custom: processElement went over its CPU budget of 300 ms \(an endless loop\?\)/)],
       ["errors", expect.stringMatching(/^node "mine": processElement threw: process\.custom: processElement (went over the sandbox's 64 MB memory limit|ran the sandbox process out of memory)/)],
       ["out", { before: "ok" }],
       ["out", { count: 3 }],
@@ -414,7 +414,7 @@ describe("keyflow run: a pipeline with process.custom, sandboxed", () => {
     ]);
     for (const d of dead) {
       expect(d.reason).toBe(
-        'node "counter": processElement threw: process.custom: processElement did not finish within 50 ms (an endless loop?); it was stopped, and the next call starts from a fresh isolate',
+        'node "counter": processElement threw: process.custom: processElement went over its CPU budget of 50 ms (an endless loop?); it was stopped, and the next call starts from a fresh isolate',
       );
     }
     expect(r.stdout).toMatch(/dead letters: 2 -> out\/looper\.dlq\.jsonl/);

@@ -25,8 +25,9 @@
 //     Buffer, timers, fetch, fs or environment; SharedArrayBuffer, Atomics, WebAssembly, WeakRef and
 //     FinalizationRegistry are removed; Date.now(), new Date(), Math.random() and clockless
 //     Intl formatting throw (time only comes from ctx), so a replay is deterministic.
-//  2. Limits: isolated-vm's memoryLimit (MB, default 64) and a per-call timeout (ms, default 50,
-//     covering microtasks too); a timeout or the memory limit fails that call with a typed error
+//  2. Limits: isolated-vm's memoryLimit (MB, default 64) and a per-call CPU budget (ms, default 50,
+//     covering microtasks too; measured on the isolate thread's CPU clock, with a wall-clock
+//     backstop of 4 × budget + 1 s that stops an endless loop); a timeout or the memory limit fails that call with a typed error
 //     and the next call gets a fresh isolate. Module-level variables therefore do not survive a
 //     failure (or a restart, or a rescale): keep what matters in ctx.state.
 //  3. A separate process per sandboxed function (child_process.fork of ./child.mjs), not a worker
@@ -44,8 +45,8 @@
 // exploit of V8 or isolated-vm would get the process's network and CPU; run the runner in a
 // container without egress, under a seccomp profile, as a non-root user). CPU time is bounded per
 // call, not per second: a function that takes 49 ms on every record slows its job (back-pressure),
-// it does not break it; the timeout is isolated-vm's wall-clock time, so a heavily loaded machine
-// can fail a call that normally fits. A function that crashes its process on every record costs a
+// it does not break it; the budget is CPU time, so a loaded machine does not fail a call that fits
+// unless it gets under a fifth of a core for the whole backstop (that failure says so). A function that crashes its process on every record costs a
 // process start (≈ 250 ms) per record. isolated-vm's memoryLimit is approximate (V8 may exceed it a
 // little before it notices; large ArrayBuffers count; some heap shapes make V8 abort the whole
 // process instead, which is what wall 3 is for). The whole state of the key is copied in for every

@@ -11,10 +11,22 @@ import { USER_SOURCE_NAME, mapPositions, transpileUserCode, type SourceMap } fro
 import type { ChildConfig, ChildError, Effects, FromChild, OnTimerInput, ProcessElementInput, ToChild } from "./types";
 import { InvalidEffects, parseAnswer } from "./validate";
 
+/**
+ * The wall-clock backstop of a call with a CPU budget of `timeoutMs`: when an endless loop is
+ * stopped. Generous, because on an overloaded machine a call gets a fraction of a core: a call that
+ * ends before it is judged by its CPU time alone.
+ */
+export function sandboxCallWallMs(timeoutMs: number): number {
+  return timeoutMs * 4 + 1000;
+}
+
 export interface SandboxOptions {
   /** The isolate's heap limit in MB (isolated-vm's memoryLimit; min 8). Default 64. */
   memoryLimitMb?: number;
-  /** CPU budget of one processElement / onTimer call, in ms. Default 50. */
+  /**
+   * CPU budget of one processElement / onTimer call, in ms (CPU time, so that a loaded machine does
+   * not fail a call that fits; the call is stopped at sandboxCallWallMs of wall-clock time). Default 50.
+   */
   timeoutMs?: number;
   /** Budget of the module's top-level code, in ms. Default 1000. */
   initTimeoutMs?: number;
@@ -135,6 +147,7 @@ class Sandbox implements SandboxedProcessFunction {
       js,
       memoryLimitMb: this.memoryLimitMb,
       timeoutMs: this.timeoutMs,
+      wallTimeoutMs: sandboxCallWallMs(this.timeoutMs),
       initTimeoutMs: Math.max(1, options.initTimeoutMs ?? 1000),
       maxEffectsBytes,
       sidePorts: this.sidePorts === null ? null : [...this.sidePorts],
@@ -220,7 +233,7 @@ class Sandbox implements SandboxedProcessFunction {
     const raw = await new Promise<string>((resolve, reject) => {
       const id = ++this.nextId;
       // isolated-vm stops the isolate at timeoutMs; this deadline is for the case it cannot.
-      const timer = setTimeout(() => this.kill(r, "timeout"), this.timeoutMs + this.killGraceMs);
+      const timer = setTimeout(() => this.kill(r, "timeout"), this.config.wallTimeoutMs + this.killGraceMs);
       this.pending.set(id, { resolve, reject, timer, what });
       this.send(r, { t: "call", id, kind, input });
     });
@@ -384,7 +397,7 @@ class Sandbox implements SandboxedProcessFunction {
       case "timeout":
         return new SandboxError(
           "timeout",
-          `process.custom: ${what} did not finish within ${this.timeoutMs} ms; the sandbox process was killed (${how}) and restarts for the next call`,
+          `process.custom: ${what} did not answer within ${this.config.wallTimeoutMs} ms; the sandbox process was killed (${how}) and restarts for the next call`,
         );
       case "memory":
         return new SandboxError("memory", `process.custom: ${what} ran the sandbox process out of memory; it restarts for the next call`, { processOutput: stderr });
@@ -397,11 +410,14 @@ class Sandbox implements SandboxedProcessFunction {
 
   private callError(e: ChildError, what: string): SandboxError {
     switch (e.kind) {
-      case "timeout":
-        return new SandboxError(
-          "timeout",
-          `process.custom: ${what} did not finish within ${this.timeoutMs} ms (an endless loop?); it was stopped, and the next call starts from a fresh isolate`,
-        );
+      case "timeout": {
+        // The over-budget message carries no measured figure, so that a replay dead-letters the same bytes.
+        const why =
+          e.cpuMs !== undefined && e.cpuMs <= this.timeoutMs
+            ? `did not finish within ${this.config.wallTimeoutMs} ms, with ${e.cpuMs} ms of CPU: the machine is overloaded`
+            : `went over its CPU budget of ${this.timeoutMs} ms (an endless loop?)`;
+        return new SandboxError("timeout", `process.custom: ${what} ${why}; it was stopped, and the next call starts from a fresh isolate`);
+      }
       case "memory":
         return new SandboxError(
           "memory",

@@ -94,7 +94,10 @@ export interface ChildConfig {
   /** The transpiled JavaScript (CommonJS body). */
   js: string;
   memoryLimitMb: number;
+  /** A call's CPU budget (the isolate thread's CPU time), ms. */
   timeoutMs: number;
+  /** The wall-clock backstop of a call, ms (sandboxCallWallMs of timeoutMs). */
+  wallTimeoutMs: number;
   initTimeoutMs: number;
   maxEffectsBytes: number;
   sidePorts: string[] | null;
@@ -112,6 +115,8 @@ export interface ChildError {
   stack?: string;
   /** The user's script did not compile (V8's SyntaxError; the message ends with "[file:line:column]"). */
   compile?: boolean;
+  /** A timeout's CPU time in the call, ms. */
+  cpuMs?: number;
 }
 
 export type FromChild =

@@ -21,6 +21,18 @@ globalThis.MonacoEnvironment ??= {
 
 loader.config({ monaco });
 
+// Monaco rejects its pending worker requests with a CancellationError when an editor or model is
+// disposed (a page left while the JSON or TypeScript service is still answering); its own handler
+// ignores these, but a promise nobody awaits any more surfaces them as unhandled rejections
+// (microsoft/monaco-editor#2382). They mean "no longer wanted", never a fault: keep them out of the
+// console and the page's errors, and let every other rejection through. The test is Monaco's own
+// `isCancellationError` (vs/base/common/errors), restated because that module is not public API.
+const MONACO_CANCELED = "Canceled";
+window.addEventListener("unhandledrejection", (event) => {
+  const reason: unknown = event.reason;
+  if (reason instanceof Error && reason.name === MONACO_CANCELED && reason.message === MONACO_CANCELED) event.preventDefault();
+});
+
 /** Monaco in the app's colours (globals.css: --kf-surface, --kf-surface-2, --kf-text-faint). */
 export const KEYFLOW_THEME = "keyflow-dark";
 monaco.editor.defineTheme(KEYFLOW_THEME, {
