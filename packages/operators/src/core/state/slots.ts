@@ -36,6 +36,10 @@ export class KeySlots {
   private high = 0;
   private live = 0;
   private keyBytes = 0;
+  /** Where the last find() that missed stopped (-1: none since the last change), and the key's hash. */
+  private missAt = -1;
+  private missHash = 0;
+  private missKey: Key | undefined;
   /** Slot capacity: columns indexed by slot must hold this many rows (it only grows). */
   capacity = MIN_POSITIONS;
 
@@ -52,22 +56,42 @@ export class KeySlots {
     return this.keyOf[slot];
   }
 
-  /** The key's slot, or -1. */
+  /** The key's slot, or -1 (then addMissing() may add it without hashing and probing again). */
   find(key: Key): number {
     const h = hashKey(key);
     const pos = this.positions;
     const mask = this.mask;
     for (let p = h & mask; ; p = (p + 1) & mask) {
       const s = pos[2 * p + 1] as number;
-      if (s === 0) return -1;
+      if (s === 0) {
+        this.missAt = p;
+        this.missHash = h;
+        this.missKey = key;
+        return -1;
+      }
       if (pos[2 * p] === h && this.keyOf[s - 1] === key) return s - 1;
     }
+  }
+
+  /**
+   * Adds the key the last missing find() did not find, at the empty position that find() stopped at. The
+   * caller must not have changed the slots in between (dedup: look up, then pass the id).
+   */
+  addMissing(key: Key): number {
+    const p = this.missAt;
+    this.missAt = -1;
+    if (p < 0 || this.missKey !== key) throw new Error("KeySlots.addMissing needs a find() of that key that missed, with no change to the slots since");
+    return this.insert(key, this.missHash, p);
   }
 
   /** The key's slot, added when absent (then `added` is true until the next call). */
   added = false;
   findOrAdd(key: Key): number {
-    const h = hashKey(key);
+    return this.findOrAddHashed(key, hashKey(key));
+  }
+
+  /** findOrAdd with the key's hashKey() already computed (`h` must be exactly that). */
+  findOrAddHashed(key: Key, h: number): number {
     const pos = this.positions;
     const mask = this.mask;
     let p = h & mask;
@@ -80,6 +104,12 @@ export class KeySlots {
       }
     }
     this.added = true;
+    return this.insert(key, h, p);
+  }
+
+  /** Gives an absent key a slot and puts it at p, the empty position that ended its probe. */
+  private insert(key: Key, h: number, p: number): number {
+    this.missAt = -1;
     const slot = this.free.length > 0 ? (this.free.pop() as number) : this.high++;
     if (slot >= this.capacity) this.growSlots();
     this.keyOf[slot] = key;
@@ -89,6 +119,7 @@ export class KeySlots {
     if (2 * this.live > this.mask + 1) {
       this.rehash(2 * (this.mask + 1)); // places every live slot, this one included
     } else {
+      const pos = this.positions;
       pos[2 * p] = h;
       pos[2 * p + 1] = slot + 1;
     }
@@ -99,6 +130,7 @@ export class KeySlots {
   delete(slot: number): void {
     const key = this.keyOf[slot];
     if (key === undefined) return;
+    this.missAt = -1;
     const pos = this.positions;
     const mask = this.mask;
     let i = (this.hashOf[slot] as number) & mask;
@@ -122,6 +154,23 @@ export class KeySlots {
     this.keyBytes -= 16 + key.length;
   }
 
+  /**
+   * Reads the home position of a live slot's key, and returns what it read: a caller about to
+   * delete many slots reads theirs first, so that their cache misses overlap rather than queue.
+   */
+  touch(slot: number): number {
+    return this.homeOf(this.hashOf[slot] as number);
+  }
+
+  /**
+   * What the home position of hash `h` holds: its slot + 1, or 0 when empty. Callers looking many
+   * keys up read their homes first (and then those slots' keys, keyAt), so that the cache misses of
+   * different keys overlap; the lookups proper then find these lines in cache.
+   */
+  homeOf(h: number): number {
+    return this.positions[2 * (h & this.mask) + 1] as number;
+  }
+
   /** Live slots in ascending slot order. */
   *slots(): IterableIterator<number> {
     for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) yield s;
@@ -135,6 +184,7 @@ export class KeySlots {
     this.high = 0;
     this.live = 0;
     this.keyBytes = 0;
+    this.missAt = -1;
   }
 
   /** Heap bytes of the lookup itself and its keys (not the owner's columns). */
@@ -152,6 +202,7 @@ export class KeySlots {
   }
 
   private rehash(size: number): void {
+    this.missAt = -1;
     this.positions = new Int32Array(2 * size);
     this.mask = size - 1;
     for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) this.place(this.hashOf[s] as number, s);
@@ -205,6 +256,13 @@ export class SlotSchedule {
 
   /** Calls `fn` for every slot of the buckets whose times are all <= watermark. */
   due(watermark: number, fn: (slot: number) => void): void {
+    this.dueLists(watermark, (list) => {
+      for (let i = 0; i < list.length; i++) fn(list[i] as number);
+    });
+  }
+
+  /** Hands over, oldest first, each bucket whose times are all <= watermark: its slots, in the order added. */
+  dueLists(watermark: number, fn: (slots: readonly number[]) => void): void {
     const exact = this.width === 0;
     for (let b = this.order.peek(); b !== undefined && (exact ? b <= watermark : (b + 1) * this.width <= watermark); b = this.order.peek()) {
       this.order.pop();
@@ -212,7 +270,7 @@ export class SlotSchedule {
       this.buckets.delete(b);
       if (list === undefined) continue;
       this.count -= list.length;
-      for (let i = 0; i < list.length; i++) fn(list[i] as number);
+      fn(list);
     }
   }
 

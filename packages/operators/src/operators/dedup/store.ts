@@ -71,6 +71,8 @@ const DUPS = 1;
 /** The watermark advance (epoch) during which the id passed: see alive(). */
 const EPOCH = 2;
 const STRIDE = 3;
+/** Expired slots whose table positions the sweep reads ahead of freeing them. */
+const SWEEP_CHUNK = 64;
 
 /**
  * Heap backend: ids -> slots (KeySlots), a row [passedAt, duplicates, epoch] per slot, and the
@@ -85,6 +87,8 @@ export class SlotDedupStore implements DedupStore {
   private epoch = 0;
   private watermark = Number.NEGATIVE_INFINITY;
   private slot = -1;
+  /** What the sweep's first pass read, kept so that the compiler keeps the reads. */
+  private touched = 0;
 
   constructor(private readonly ttlMs: number) {
     this.expiries = new SlotSchedule(ttlMs / 4);
@@ -134,7 +138,8 @@ export class SlotDedupStore implements DedupStore {
   pass(key: Key, ts: number): void {
     let slot = this.slot;
     if (slot < 0) {
-      slot = this.slots.findOrAdd(key);
+      // passedAt() just missed this key: add it where that probe stopped (no second hash or probe).
+      slot = this.slots.addMissing(key);
       if (slot >= this.rows.length / STRIDE) this.rows = growColumn(this.rows, this.slots.capacity, STRIDE);
     }
     const r = slot * STRIDE;
@@ -147,8 +152,22 @@ export class SlotDedupStore implements DedupStore {
   onWatermark(watermark: number): void {
     this.watermark = watermark;
     this.epoch++;
-    this.expiries.due(watermark, (slot) => {
-      if (this.slots.keyAt(slot) !== undefined && !this.alive(slot)) this.slots.delete(slot);
+    this.expiries.dueLists(watermark, (list) => {
+      // A chunk's table positions are read first, then its ids freed in order: the positions are
+      // cache misses in random order, and reading them back to back lets them overlap.
+      for (let from = 0; from < list.length; from += SWEEP_CHUNK) {
+        const to = Math.min(list.length, from + SWEEP_CHUNK);
+        let touched = 0;
+        for (let i = from; i < to; i++) {
+          const slot = list[i] as number;
+          if (this.slots.keyAt(slot) !== undefined) touched += this.slots.touch(slot);
+        }
+        this.touched = touched;
+        for (let i = from; i < to; i++) {
+          const slot = list[i] as number;
+          if (this.slots.keyAt(slot) !== undefined && !this.alive(slot)) this.slots.delete(slot);
+        }
+      }
     });
   }
 }

@@ -17,7 +17,7 @@ import {
   type WatermarkContext,
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
-import { estimateBytes, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
+import { estimateBytes, hashKey, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -601,6 +601,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   /** release's slot of each sorted record. */
   private slotOf = new Int32Array(64);
   private sortedSlots = new Int32Array(64);
+  /** release's hashKey of each record's key. */
+  private hashOf = new Int32Array(64);
   /** What release's first pass read of the rows, kept so that the compiler keeps the reads. */
   private touched = 0;
   private readonly releaseOrder = new ReleaseOrder();
@@ -668,18 +670,31 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     // Every key's slot and row first, in arrival order, then the counting: the lookups and row loads
     // (cache misses over a million keys) of different keys then overlap instead of queueing one by
     // one, and sorting then reads keys already in cache.
+    // In stages, each a loop whose loads do not depend on one another (the keys' characters, their
+    // home positions, the keys there, the rows), so that each stage's misses overlap: within one
+    // key the four are dependent, and a loop doing all four per key overlapped little.
     if (n > this.slotOf.length) {
       this.slotOf = new Int32Array(2 ** Math.ceil(Math.log2(n)));
       this.sortedSlots = new Int32Array(this.slotOf.length);
+      this.hashOf = new Int32Array(this.slotOf.length);
     }
     const slotOf = this.slotOf;
+    const hashOf = this.hashOf;
+    const table = this.slots;
+    for (let i = 0; i < n; i++) hashOf[i] = hashKey(at.keys[i] as Key);
+    for (let i = 0; i < n; i++) slotOf[i] = table.homeOf(hashOf[i] as number);
     let touched = 0;
     for (let i = 0; i < n; i++) {
-      const slot = this.slots.findOrAdd(at.keys[i] as Key);
-      if (this.slots.added) this.windows.grow(this.slots.capacity);
-      slotOf[i] = slot;
-      touched += this.windows.rows[slot * ROW] as number;
+      const s = slotOf[i] as number;
+      if (s !== 0 && table.keyAt(s - 1) !== undefined) touched++;
     }
+    for (let i = 0; i < n; i++) {
+      const slot = table.findOrAddHashed(at.keys[i] as Key, hashOf[i] as number);
+      if (table.added) this.windows.grow(table.capacity);
+      slotOf[i] = slot;
+    }
+    const rows = this.windows.rows;
+    for (let i = 0; i < n; i++) touched += rows[(slotOf[i] as number) * ROW] as number;
     this.touched = touched;
     const keys = this.sortedKeys;
     const values = this.sortedValues;
