@@ -150,7 +150,7 @@ function call(id, kind, input) {
   // own timeout is wall-clock (laverdet/isolated-vm#108) and serves as the backstop that stops an
   // endless loop. The process's CPU time measures the call: applySync blocks this process's only
   // JavaScript thread, and the process does nothing else (isolated-vm's cpuTime, measured here,
-  // follows the wall clock in its prebuilt binaries, descheduled time included).
+  // followed the wall clock when measured on this VM, descheduled time included).
   const iso = /** @type {import("isolated-vm").Isolate} */ (isolate);
   const cpuBefore = process.cpuUsage();
   const spent = () => {
