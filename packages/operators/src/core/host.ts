@@ -294,6 +294,11 @@ export class OperatorHost {
     this.operator.processElement(rec, ctx);
   }
 
+  /** Whether processBatch hands keyed records to the operator in one call (else it loops over processElement). */
+  get takesBatches(): boolean {
+    return this.operator.processBatch !== undefined && this.keySelector === undefined;
+  }
+
   /**
    * Records arriving on `in` through channel 0 one after another, with no watermark between
    * them: the same as processElement on each in order, but an operator with processBatch (and no

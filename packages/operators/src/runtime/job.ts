@@ -1,7 +1,7 @@
 // LocalJob: a validated pipeline executed in one thread, all key groups in one process. The runner
 // and `keyflow run` own the I/O: they push raw source records in, advance the injected clock, and
 // drain sink records and dead letters out. Everything in between is deterministic.
-import type { JsonObject, JsonValue, Key } from "../core/api";
+import type { JsonObject, JsonValue, Key, StreamRecord } from "../core/api";
 import { MAX_WATERMARK, MIN_WATERMARK } from "../core/api";
 import { OperatorHost } from "../core/host";
 import { PartitionWatermarks } from "../core/watermarks";
@@ -58,6 +58,12 @@ export interface LocalJobOptions {
   operatorServices?: OperatorServices;
   /** The keyed state backend of each operator node (the runner's on-disk one); default: a heap backend per node. */
   stateBackend?: (nodeId: string) => KeyedStateBackend;
+  /**
+   * Hand the keyed records an operator with a batch path receives between two other events in one
+   * OperatorHost.processBatch call (default true); false delivers every record at once, one by one.
+   * Output, state and snapshots are the same either way (see LocalJob.pending).
+   */
+  batches?: boolean;
 }
 
 /** Where a task's records and watermarks for a node of another task go (see LocalJobOptions.remote). */
@@ -123,6 +129,22 @@ export class LocalJob {
   private processingTime: number;
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
   private readonly remote: LocalJobOptions["remote"];
+  private readonly batches: boolean;
+  /**
+   * Keyed records routed to one operator with a batch path (OperatorHost.takesBatches), on `in`
+   * through channel 0, not yet delivered. They are delivered in one processBatch call (the
+   * overlapping lookups of Operator.processBatch) before anything that could see the difference:
+   * a watermark, idleness or processing time anywhere; a record for that operator on another
+   * input or for a node downstream of it; anything added to the emissions (sink records, dead
+   * letters, in order) or sent to another task; and every public call that reads or changes the
+   * job otherwise (drain, snapshot, metrics...). Nodes upstream of it or on other branches may run
+   * meanwhile: nothing they do reads its state. So the output, its order, the watermarks, the
+   * late/dead-letter routing and every snapshot are those of record-by-record delivery; a source
+   * poll's records between two watermark advances become one batch.
+   */
+  private pending: { host: OperatorHost; records: StreamRecord[]; downstream: ReadonlySet<string> } | undefined = undefined;
+  /** Per batch-taking node: its record buffer (reused) and the nodes reachable from it. */
+  private readonly batchBuffers = new Map<OperatorHost, { records: StreamRecord[]; downstream: ReadonlySet<string> }>();
 
   private constructor(
     readonly document: PipelineDocument,
@@ -131,6 +153,7 @@ export class LocalJob {
   ) {
     this.graph = compileGraph(document, getOperatorSpec);
     this.remote = opts.remote;
+    this.batches = opts.batches ?? true;
     this.processingTime = opts.processingTime ?? MIN_WATERMARK;
     if (restored) this.processingTime = Math.max(this.processingTime, restored.processingTime);
     const maxParallelism = document.settings.maxParallelism;
@@ -171,6 +194,9 @@ export class LocalJob {
       this.deadLetterCounts.set(id, 0);
     }
     if (restored) this.restoreRuntime(restored);
+    if (this.batches) {
+      for (const [id, host] of this.hosts) if (host.takesBatches) this.batchBuffers.set(host, { records: [], downstream: this.reachableFrom(id) });
+    }
     const endpoint = (n: GraphNode): JobEndpoint => ({ nodeId: n.id, type: n.type, params: n.params });
     const all = this.graph.order.map((id) => this.graph.nodes.get(id) as GraphNode);
     this.sources = all.filter((n) => n.role === "source").map(endpoint);
@@ -268,6 +294,7 @@ export class LocalJob {
 
   /** The runner saw no record on this partition for idleTimeoutMs: it stops holding the watermark back. */
   markPartitionIdle(sourceNodeId: string, partition: number): void {
+    this.flush();
     const src = this.source(sourceNodeId);
     const wm = src.watermarks.markIdle(partition, this.processingTime);
     if (wm !== undefined) this.forwardWatermark(src.node.id, wm);
@@ -276,6 +303,7 @@ export class LocalJob {
 
   /** The source's input is exhausted: its watermark becomes +infinity, firing every window and timer downstream. */
   endOfInput(sourceNodeId: string): void {
+    this.flush();
     const src = this.source(sourceNodeId);
     if (src.watermarks.isEnded) return;
     src.watermarks.end();
@@ -289,6 +317,7 @@ export class LocalJob {
    * (the runner may also call markPartitionIdle itself).
    */
   advanceProcessingTime(now: number): void {
+    this.flush();
     if (now <= this.processingTime) return;
     this.processingTime = now;
     for (const src of this.sourceRuntimes.values()) {
@@ -300,6 +329,7 @@ export class LocalJob {
 
   /** Everything emitted since the last drain, in order. */
   drain(): JobEmission[] {
+    this.flush();
     const out = this.emissions;
     this.emissions = [];
     return out;
@@ -309,11 +339,12 @@ export class LocalJob {
 
   /** A record another task routed to `to` (a node this job runs) on input `port` through watermark channel `channel`. */
   pushExchange(to: string, port: string, channel: number, value: JsonObject, timestamp: number, key: Key | undefined): void {
-    this.localHost(to).processElement(key === undefined ? { value, timestamp } : { value, timestamp, key }, port, channel);
+    this.deliver(to, this.localHost(to), port, channel, value, timestamp, key);
   }
 
   /** A watermark another task sent to `to` through channel `channel`. */
   pushWatermark(to: string, channel: number, watermark: number): void {
+    this.flush();
     const host = this.localHost(to);
     const wasIdle = this.idleNodes.has(to);
     host.processWatermark(watermark, channel);
@@ -322,6 +353,7 @@ export class LocalJob {
 
   /** Another task's node upstream of `to` became idle (or active again). */
   markInputIdle(to: string, channel: number, idle: boolean): void {
+    this.flush();
     this.localHost(to).markChannelIdle(channel, idle);
     this.updateIdle(to);
   }
@@ -348,14 +380,16 @@ export class LocalJob {
     for (const r of routes) {
       const host = this.hosts.get(r.to);
       if (host === undefined && this.remote?.nodes.has(r.to)) {
+        this.flush();
         this.remote.output.record(r.to, r.port, r.channel, value, timestamp, key);
         continue;
       }
       if (host !== undefined) {
-        host.processElement(key === undefined ? { value, timestamp } : { value, timestamp, key }, r.port, r.channel);
+        this.deliver(r.to, host, r.port, r.channel, value, timestamp, key);
         continue;
       }
       // A sink: the runner writes these.
+      this.flush();
       this.sinkCounts.set(r.to, (this.sinkCounts.get(r.to) ?? 0) + 1);
       this.emissions.push(key === undefined ? { kind: "sink", nodeId: r.to, value, timestamp } : { kind: "sink", nodeId: r.to, value, timestamp, key });
     }
@@ -363,6 +397,7 @@ export class LocalJob {
 
   /** A `late` or `errors` record on a port without an edge: never silently dropped. */
   private operatorDeadLetter(node: GraphNode, port: string, value: JsonObject, timestamp: number): void {
+    this.flush();
     this.deadLetterCounts.set(node.id, (this.deadLetterCounts.get(node.id) ?? 0) + 1);
     if (port === "errors" && typeof value.error === "string" && value.record !== null && typeof value.record === "object" && !Array.isArray(value.record)) {
       this.emissions.push({ kind: "deadLetter", nodeId: node.id, port, reason: value.error, value: value.record });
@@ -377,6 +412,7 @@ export class LocalJob {
   }
 
   private sourceDeadLetter(src: SourceRuntime, origin: SourceOrigin, what: string, raw: string | undefined, value?: JsonValue): void {
+    this.flush();
     src.deadLetters++;
     const where = [`partition ${origin.partition}`, origin.topic !== undefined ? `topic ${origin.topic}` : "", origin.offset !== undefined ? `offset ${origin.offset}` : "", origin.path !== undefined ? `file ${origin.path}` : "", origin.line !== undefined ? `line ${origin.line}` : ""]
       .filter(Boolean)
@@ -387,9 +423,58 @@ export class LocalJob {
     this.emissions.push(e);
   }
 
+  /** A record for operator node `id` on input `port` through `channel`: held for a batch (see pending) or processed now. */
+  private deliver(id: string, host: OperatorHost, port: string, channel: number, value: JsonObject, timestamp: number, key: Key | undefined): void {
+    const pending = this.pending;
+    if (key !== undefined && port === "in" && channel === 0) {
+      if (pending !== undefined && pending.host === host) {
+        pending.records.push({ value, timestamp, key });
+        return;
+      }
+      const buffer = this.batchBuffers.get(host);
+      if (buffer !== undefined) {
+        if (pending !== undefined) this.flush();
+        buffer.records.push({ value, timestamp, key });
+        this.pending = { host, records: buffer.records, downstream: buffer.downstream };
+        return;
+      }
+    }
+    // The held records go first if this record's processing could see them (or their output).
+    if (pending !== undefined && pending.downstream.has(id)) this.flush();
+    host.processElement(key === undefined ? { value, timestamp } : { value, timestamp, key }, port, channel);
+  }
+
+  /** Delivers the held records (see pending), and those their processing held for a node further down. */
+  private flush(): void {
+    for (let pending = this.pending; pending !== undefined; pending = this.pending) {
+      this.pending = undefined;
+      const records = pending.records;
+      try {
+        pending.host.processBatch(records, 0, records.length);
+      } finally {
+        records.length = 0;
+      }
+    }
+  }
+
+  /** The nodes reachable from `id` along edges, `id` included. */
+  private reachableFrom(id: string): Set<string> {
+    const seen = new Set<string>([id]);
+    const stack = [id];
+    while (stack.length > 0) {
+      for (const d of this.downstream.get(stack.pop() as string) ?? []) {
+        if (seen.has(d.to)) continue;
+        seen.add(d.to);
+        stack.push(d.to);
+      }
+    }
+    return seen;
+  }
+
   // ---- watermarks and idleness -------------------------------------------------------------------
 
   private forwardWatermark(fromId: string, wm: number): void {
+    this.flush();
     for (const d of this.downstream.get(fromId) ?? []) {
       const host = this.hosts.get(d.to);
       if (host === undefined) {
@@ -409,6 +494,7 @@ export class LocalJob {
 
   /** Flink's WatermarkStatus: a node whose inputs are all idle is idle and holds nobody back downstream. */
   private propagateIdle(fromId: string, idle: boolean): void {
+    this.flush();
     for (const d of this.downstream.get(fromId) ?? []) {
       const host = this.hosts.get(d.to);
       if (host === undefined) {
@@ -437,6 +523,7 @@ export class LocalJob {
    * Emissions not yet drained are not part of it: drain (and write them) before snapshotting.
    */
   snapshot(): Uint8Array {
+    this.flush();
     const nodes: Record<string, Uint8Array> = {};
     for (const id of this.graph.order) {
       const h = this.hosts.get(id);
@@ -473,6 +560,7 @@ export class LocalJob {
   }
 
   metrics(): Record<string, NodeMetrics> {
+    this.flush();
     const out: Record<string, NodeMetrics> = {};
     for (const id of this.graph.order) {
       const deadLetters = this.deadLetterCounts.get(id) ?? 0;
