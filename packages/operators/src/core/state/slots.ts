@@ -230,10 +230,14 @@ export function growColumn(col: Float64Array<ArrayBuffer>, capacity: number, str
  * replacement for one timer per key. A bucket is handed back once the watermark has passed every
  * time it may hold, so the owner re-checks each slot's own time (a slot may have been freed,
  * reused or rescheduled since). Unlike timers, no key, no namespace, no ordering within a bucket.
+ * A bucket is an Int32Array with a count, reused once handed back: buckets live as long as the
+ * times they wait for (a window, a TTL), long enough to reach the old generation, and fresh arrays
+ * per bucket were old-space garbage for the collector to mark and compact.
  */
 export class SlotSchedule {
-  private readonly buckets = new Map<number, number[]>();
+  private readonly buckets = new Map<number, SlotBucket>();
   private readonly order = new NumberMinHeap();
+  private readonly spare: SlotBucket[] = [];
   private count = 0;
 
   constructor(private readonly width: number) {}
@@ -244,33 +248,43 @@ export class SlotSchedule {
 
   add(slot: number, time: number): void {
     const b = this.width === 0 ? time : Math.floor(time / this.width);
-    let list = this.buckets.get(b);
-    if (list === undefined) {
-      list = [];
-      this.buckets.set(b, list);
+    let bucket = this.buckets.get(b);
+    if (bucket === undefined) {
+      bucket = this.spare.pop() ?? { slots: new Int32Array(8), n: 0 };
+      this.buckets.set(b, bucket);
       this.order.push(b);
     }
-    list.push(slot);
+    if (bucket.n === bucket.slots.length) {
+      const grown = new Int32Array(2 * bucket.n);
+      grown.set(bucket.slots);
+      bucket.slots = grown;
+    }
+    bucket.slots[bucket.n++] = slot;
     this.count++;
   }
 
   /** Calls `fn` for every slot of the buckets whose times are all <= watermark. */
   due(watermark: number, fn: (slot: number) => void): void {
-    this.dueLists(watermark, (list) => {
-      for (let i = 0; i < list.length; i++) fn(list[i] as number);
+    this.dueLists(watermark, (slots, n) => {
+      for (let i = 0; i < n; i++) fn(slots[i] as number);
     });
   }
 
-  /** Hands over, oldest first, each bucket whose times are all <= watermark: its slots, in the order added. */
-  dueLists(watermark: number, fn: (slots: readonly number[]) => void): void {
+  /**
+   * Hands over, oldest first, each bucket whose times are all <= watermark: its first `n` slots,
+   * in the order added (the array is reused once `fn` returns).
+   */
+  dueLists(watermark: number, fn: (slots: Int32Array, n: number) => void): void {
     const exact = this.width === 0;
     for (let b = this.order.peek(); b !== undefined && (exact ? b <= watermark : (b + 1) * this.width <= watermark); b = this.order.peek()) {
       this.order.pop();
-      const list = this.buckets.get(b);
+      const bucket = this.buckets.get(b);
       this.buckets.delete(b);
-      if (list === undefined) continue;
-      this.count -= list.length;
-      fn(list);
+      if (bucket === undefined) continue;
+      this.count -= bucket.n;
+      fn(bucket.slots, bucket.n);
+      bucket.n = 0;
+      if (this.spare.length < SPARE_SLOT_BUCKETS) this.spare.push(bucket);
     }
   }
 
@@ -280,6 +294,15 @@ export class SlotSchedule {
     this.count = 0;
   }
 }
+
+/** A bucket of SlotSchedule: the first `n` of `slots`. */
+interface SlotBucket {
+  slots: Int32Array;
+  n: number;
+}
+
+/** Handed-back buckets kept for reuse: more than the buckets a window of exact-millisecond times holds. */
+const SPARE_SLOT_BUCKETS = 1024;
 
 /**
  * What every adopted table has in common: read-only to everyone but its operator, sized and

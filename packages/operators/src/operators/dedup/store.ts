@@ -152,11 +152,11 @@ export class SlotDedupStore implements DedupStore {
   onWatermark(watermark: number): void {
     this.watermark = watermark;
     this.epoch++;
-    this.expiries.dueLists(watermark, (list) => {
+    this.expiries.dueLists(watermark, (list, n) => {
       // A chunk's table positions are read first, then its ids freed in order: the positions are
       // cache misses in random order, and reading them back to back lets them overlap.
-      for (let from = 0; from < list.length; from += SWEEP_CHUNK) {
-        const to = Math.min(list.length, from + SWEEP_CHUNK);
+      for (let from = 0; from < n; from += SWEEP_CHUNK) {
+        const to = Math.min(n, from + SWEEP_CHUNK);
         let touched = 0;
         for (let i = from; i < to; i++) {
           const slot = list[i] as number;

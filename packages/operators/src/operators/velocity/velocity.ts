@@ -45,6 +45,12 @@ export const velocityParams = z.strictObject({
 });
 export type VelocityParams = z.infer<typeof velocityParams>;
 
+// Module-local copies of what the per-record path uses from other modules: under tsx (the bench,
+// `keyflow run`, the runner) an imported binding compiles to a getter call at every use.
+const hashOf = hashKey;
+const fieldOf = readField;
+const EVIDENCE_MAX = EVIDENCE_CAP;
+
 /** Namespace of the timer that frees a silent key's window. */
 const CLEANUP_TIMER = "cleanup";
 
@@ -188,7 +194,7 @@ const RELEASE_TIMER = "release";
 /** The alert for a record of `key` at `ts` counting the window entries [from, to). */
 function alert(key: Key | null, value: JsonObject, ts: number, w: WindowView, from: number, to: number, out: Collector): void {
   const refs: EvidenceRef[] = [];
-  for (let i = Math.max(from, to - EVIDENCE_CAP); i < to; i++) {
+  for (let i = Math.max(from, to - EVIDENCE_MAX); i < to; i++) {
     const id = w.idAt(i);
     const t = w.tsAt(i);
     refs.push(id === null ? { ts: t } : { id, ts: t });
@@ -212,7 +218,7 @@ function countGroup(params: VelocityParams, key: Key | null, w: WindowView, ts: 
 }
 
 function idOf(value: JsonObject, idField: string): string | number | null {
-  const id = readField(value, idField);
+  const id = fieldOf(value, idField);
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
@@ -602,7 +608,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private slotOf = new Int32Array(64);
   private sortedSlots = new Int32Array(64);
   /** release's hashKey of each record's key. */
-  private hashOf = new Int32Array(64);
+  private hashes = new Int32Array(64);
   /** What release's first pass read of the rows, kept so that the compiler keeps the reads. */
   private touched = 0;
   private readonly releaseOrder = new ReleaseOrder();
@@ -651,16 +657,28 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       if (this.spare.length < SPARE_BUCKETS) this.spare.push(at);
     }
     const windows = this.windows;
-    this.cleanups.due(watermark, (slot) => {
-      const cleanupAt = windows.cleanupAt(slot);
-      // NaN (none scheduled: freed, or the slot reused) fails both comparisons.
-      if (!(cleanupAt <= watermark)) return;
-      windows.setCleanupAt(slot, NaN);
-      const last = windows.lastTs(slot);
-      if (last === undefined || last + this.params.windowMs <= watermark) {
-        windows.free(slot);
-        this.slots.delete(slot);
-      } else this.ensureCleanup(slot);
+    this.cleanups.dueLists(watermark, (list, n) => {
+      // The rows of a time's slots first (cache misses in random order, overlapping when read back
+      // to back), then the cleanup proper, which finds them in cache.
+      const rows = windows.rows;
+      let touched = 0;
+      for (let i = 0; i < n; i++) {
+        const b = (list[i] as number) * ROW;
+        touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
+      }
+      this.touched = touched;
+      for (let i = 0; i < n; i++) {
+        const slot = list[i] as number;
+        const cleanupAt = windows.cleanupAt(slot);
+        // NaN (none scheduled: freed, or the slot reused) fails both comparisons.
+        if (!(cleanupAt <= watermark)) continue;
+        windows.setCleanupAt(slot, NaN);
+        const last = windows.lastTs(slot);
+        if (last === undefined || last + this.params.windowMs <= watermark) {
+          windows.free(slot);
+          this.slots.delete(slot);
+        } else this.ensureCleanup(slot);
+      }
     });
   }
 
@@ -670,31 +688,38 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     // Every key's slot and row first, in arrival order, then the counting: the lookups and row loads
     // (cache misses over a million keys) of different keys then overlap instead of queueing one by
     // one, and sorting then reads keys already in cache.
-    // In stages, each a loop whose loads do not depend on one another (the keys' characters, their
-    // home positions, the keys there, the rows), so that each stage's misses overlap: within one
-    // key the four are dependent, and a loop doing all four per key overlapped little.
+    // In stages, each a loop whose loads do not depend on one another (the key strings, their home
+    // positions, the keys there, the rows), so that each stage's misses overlap: within one key
+    // they are dependent, and a loop doing all of them per key overlapped little.
     if (n > this.slotOf.length) {
       this.slotOf = new Int32Array(2 ** Math.ceil(Math.log2(n)));
       this.sortedSlots = new Int32Array(this.slotOf.length);
-      this.hashOf = new Int32Array(this.slotOf.length);
+      this.hashes = new Int32Array(this.slotOf.length);
     }
     const slotOf = this.slotOf;
-    const hashOf = this.hashOf;
+    const hashes = this.hashes;
     const table = this.slots;
-    for (let i = 0; i < n; i++) hashOf[i] = hashKey(at.keys[i] as Key);
-    for (let i = 0; i < n; i++) slotOf[i] = table.homeOf(hashOf[i] as number);
     let touched = 0;
+    // The key strings' first line (their length and first characters): hashing reads each key's
+    // characters one after another, a loop too long to keep more than a key or two's misses in flight.
+    for (let i = 0; i < n; i++) touched += (at.keys[i] as Key).length;
+    for (let i = 0; i < n; i++) hashes[i] = hashOf(at.keys[i] as Key);
+    for (let i = 0; i < n; i++) slotOf[i] = table.homeOf(hashes[i] as number);
     for (let i = 0; i < n; i++) {
       const s = slotOf[i] as number;
       if (s !== 0 && table.keyAt(s - 1) !== undefined) touched++;
     }
     for (let i = 0; i < n; i++) {
-      const slot = table.findOrAddHashed(at.keys[i] as Key, hashOf[i] as number);
+      const slot = table.findOrAddHashed(at.keys[i] as Key, hashes[i] as number);
       if (table.added) this.windows.grow(table.capacity);
       slotOf[i] = slot;
     }
     const rows = this.windows.rows;
-    for (let i = 0; i < n; i++) touched += rows[(slotOf[i] as number) * ROW] as number;
+    for (let i = 0; i < n; i++) {
+      // Both cache lines of the row: the head and the first timestamps, and the later timestamps.
+      const b = (slotOf[i] as number) * ROW;
+      touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
+    }
     this.touched = touched;
     const keys = this.sortedKeys;
     const values = this.sortedValues;
