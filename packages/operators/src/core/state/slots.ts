@@ -32,7 +32,9 @@ export class KeySlots {
   /** The key of each slot; undefined when the slot is free. */
   private keyOf: Array<Key | undefined> = [];
   private hashOf = new Int32Array(MIN_POSITIONS);
-  private readonly free: number[] = [];
+  /** Freed slots, a stack of the first `freeCount` (an Int32Array as long as the capacity: it never reallocates as it empties and refills). */
+  private free = new Int32Array(MIN_POSITIONS);
+  private freeCount = 0;
   private high = 0;
   private live = 0;
   private keyBytes = 0;
@@ -110,7 +112,7 @@ export class KeySlots {
   /** Gives an absent key a slot and puts it at p, the empty position that ended its probe. */
   private insert(key: Key, h: number, p: number): number {
     this.missAt = -1;
-    const slot = this.free.length > 0 ? (this.free.pop() as number) : this.high++;
+    const slot = this.freeCount > 0 ? (this.free[--this.freeCount] as number) : this.high++;
     if (slot >= this.capacity) this.growSlots();
     this.keyOf[slot] = key;
     this.hashOf[slot] = h;
@@ -149,7 +151,7 @@ export class KeySlots {
     pos[2 * i] = 0;
     pos[2 * i + 1] = 0;
     this.keyOf[slot] = undefined;
-    this.free.push(slot);
+    this.free[this.freeCount++] = slot;
     this.live--;
     this.keyBytes -= 16 + key.length;
   }
@@ -180,7 +182,7 @@ export class KeySlots {
     this.positions = new Int32Array(2 * MIN_POSITIONS);
     this.mask = MIN_POSITIONS - 1;
     this.keyOf = [];
-    this.free.length = 0;
+    this.freeCount = 0;
     this.high = 0;
     this.live = 0;
     this.keyBytes = 0;
@@ -189,7 +191,7 @@ export class KeySlots {
 
   /** Heap bytes of the lookup itself and its keys (not the owner's columns). */
   bytes(): number {
-    return this.positions.byteLength + this.hashOf.byteLength + 4 * this.keyOf.length + 8 * this.free.length + this.keyBytes;
+    return this.positions.byteLength + this.hashOf.byteLength + 4 * this.keyOf.length + 8 * this.freeCount + this.keyBytes;
   }
 
   private place(h: number, slot: number): void {
@@ -213,6 +215,9 @@ export class KeySlots {
     const h = new Int32Array(this.capacity);
     h.set(this.hashOf);
     this.hashOf = h;
+    const f = new Int32Array(this.capacity);
+    f.set(this.free.subarray(0, this.freeCount));
+    this.free = f;
   }
 }
 
