@@ -4,6 +4,7 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { OperatorHost } from "../core/host";
+import { SerializingStateBackend } from "../core/state/serializing.testkit";
 import type { PipelineDocumentInput } from "../pipeline/document";
 import { LocalJob, type JobEmission } from "./job";
 
@@ -76,8 +77,10 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
 );
 
 /** Runs the actions on a job; returns everything it emitted and the snapshot bytes taken on the way. */
-function run(doc: PipelineDocumentInput, actions: readonly Action[], batches: boolean): { emitted: JobEmission[]; snapshots: Uint8Array[]; metrics: unknown } {
-  let job = LocalJob.create(doc, { batches, processingTime: 0 });
+function run(doc: PipelineDocumentInput, actions: readonly Action[], batches: boolean, serializing = false): { emitted: JobEmission[]; snapshots: Uint8Array[]; metrics: unknown } {
+  // The serializing backend stands for the runner's disk backend: copies in and out, no adopted tables.
+  const backend = serializing ? { stateBackend: () => new SerializingStateBackend() } : {};
+  let job = LocalJob.create(doc, { batches, processingTime: 0, ...backend });
   let clock = 0;
   const emitted: JobEmission[] = [];
   const snapshots: Uint8Array[] = [];
@@ -106,7 +109,7 @@ function run(doc: PipelineDocumentInput, actions: readonly Action[], batches: bo
         snapshots.push(bytes);
         if (x.restore) {
           emitted.push(...job.drain());
-          job = LocalJob.restore(doc, bytes, { batches, processingTime: clock });
+          job = LocalJob.restore(doc, bytes, { batches, processingTime: clock, ...backend });
         }
         break;
       }
@@ -142,6 +145,20 @@ describe("LocalJob batches", () => {
     );
     // The property held with batches actually formed (not one record per call).
     expect(Math.max(0, ...batchSizes)).toBeGreaterThan(3);
+  });
+
+  it("on a backend that copies state (the disk backend's path), batches emit and snapshot what records one by one do", () => {
+    fc.assert(
+      fc.property(fc.array(actionArb, { maxLength: 80 }), fc.boolean(), fc.boolean(), (actions, lateSink, diamond) => {
+        const doc = pipeline(lateSink, diamond);
+        const batched = run(doc, actions, true, true);
+        const single = run(doc, actions, false, true);
+        expect(batched.emitted).toEqual(single.emitted);
+        expect(batched.snapshots).toEqual(single.snapshots);
+        expect(batched.emitted).toEqual(run(doc, actions, false).emitted);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it("holds a source's records between two watermark advances for the window, in one processBatch call", () => {

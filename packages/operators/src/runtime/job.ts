@@ -140,7 +140,9 @@ export class LocalJob {
    * job otherwise (drain, snapshot, metrics...). Nodes upstream of it or on other branches may run
    * meanwhile: nothing they do reads its state. So the output, its order, the watermarks, the
    * late/dead-letter routing and every snapshot are those of record-by-record delivery; a source
-   * poll's records between two watermark advances become one batch.
+   * poll's records between two watermark advances become one batch. Held values are not copied:
+   * like every consumer of emitted records, this relies on no operator changing a value after
+   * emitting it.
    */
   private pending: { host: OperatorHost; records: StreamRecord[]; downstream: ReadonlySet<string> } | undefined = undefined;
   /** Per batch-taking node: its record buffer (reused) and the nodes reachable from it. */
