@@ -78,6 +78,10 @@ export async function startRunnerService(o: { env: RunnerEnv; deployFiles: reado
   // A job's failure must never end the service: anything that escapes a job is logged, not fatal.
   process.on("unhandledRejection", (reason) => log.error(`unhandled rejection: ${errorMessage(reason)}`));
   process.on("uncaughtException", (err) => log.error(`uncaught exception: ${err.stack ?? errorMessage(err)}`));
+  // Once whatever read stdout/stderr has gone (a supervisor that died), every write fails with EPIPE.
+  // Unheard, each failure was an uncaught exception, logged to stderr, failing again: a loop that
+  // kept a stopping runner busy and alive. The logs have nowhere to go; the runner goes on without them.
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
 
   let service: RunnerService;
   try {
