@@ -13,6 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pipelineDocumentSchema } from "@keyflow/operators";
+import { RUNNER_NODE_FLAGS } from "@keyflow/runner/process-flags";
 import { seedClient, seedPipeline, type ApiAuth } from "@keyflow/web/seed";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -95,7 +96,7 @@ async function seedAndDeploy(): Promise<void> {
 }
 
 try {
-  start("runner", ["apps/runner/bin/keyflow.mjs", "serve"]);
+  start("runner", [...RUNNER_NODE_FLAGS, "apps/runner/bin/keyflow.mjs", "serve"]);
   start("web", ["--import", "tsx", "apps/web/scripts/serve.ts"], webEnv);
   await waitFor(`${runnerUrl}/healthz`, "the runner", 60_000);
   await waitFor(`${webUrl}/api/health`, "the web app", 600_000);
