@@ -149,10 +149,10 @@ function call(id, kind, input) {
   // The budget is CPU time, so that a loaded machine does not fail a call that fits; isolated-vm's
   // own timeout is wall-clock (laverdet/isolated-vm#108) and serves as the backstop that stops an
   // endless loop. The process's CPU time measures the call: applySync blocks this process's only
-  // JavaScript thread, and the process does nothing else (isolated-vm's cpuTime, measured here,
-  // followed the wall clock when measured on this VM, descheduled time included).
-  // V8's background threads (concurrent GC, compilers) count in the process's CPU time too, while
-  // the call's own thread cannot use more than the wall-clock time: the smaller of the two.
+  // JavaScript thread, and the process does nothing else (isolated-vm's cpuTime followed the wall
+  // clock on this VM, descheduled time included). V8's background threads (concurrent GC, compilers)
+  // count in the process's CPU time too, while the call's own thread cannot use more than the
+  // wall-clock time: the smaller of the two.
   const iso = /** @type {import("isolated-vm").Isolate} */ (isolate);
   const cpuBefore = process.cpuUsage();
   const wallBefore = performance.now();

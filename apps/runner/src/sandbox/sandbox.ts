@@ -232,7 +232,7 @@ class Sandbox implements SandboxedProcessFunction {
     await r.ready;
     const raw = await new Promise<string>((resolve, reject) => {
       const id = ++this.nextId;
-      // isolated-vm stops the isolate at timeoutMs; this deadline is for the case it cannot.
+      // isolated-vm stops the isolate at the wall-clock backstop; this deadline is for the case it cannot.
       const timer = setTimeout(() => this.kill(r, "timeout"), this.config.wallTimeoutMs + this.killGraceMs);
       this.pending.set(id, { resolve, reject, timer, what });
       this.send(r, { t: "call", id, kind, input });
