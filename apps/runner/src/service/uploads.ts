@@ -122,7 +122,10 @@ export async function receiveUpload(req: IncomingMessage, dataDir: string, maxBy
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     await rename(partial, path.join(folder, name));
   } catch (err) {
+    // The stream opens its file asynchronously: removed before the stream has closed, a body refused at
+    // its first chunk could see the file created after the removal, and a `.part` stayed behind.
     out.destroy();
+    if (!out.closed) await new Promise<void>((resolve) => out.once("close", () => resolve()));
     await rm(partial, { force: true });
     // The rest of a refused body is read and thrown away (bounded by the limit), so the client gets the answer.
     if (err instanceof UploadRefusedError && err.status === 400) drain(req, maxBytes - bytes);
