@@ -12,11 +12,6 @@ import { errorsPort } from "../side-outputs";
 import { fieldParamIssues, readField } from "../shared/fields";
 import { HandleDedupStore, SlotDedupStore, type DedupStore } from "./store";
 
-// Module-local copies of what the key selector uses per record: under tsx an imported binding
-// compiles to a getter call at every use.
-const keyOf = canonicalKey;
-const fieldOf = readField;
-
 export const dedupParams = z.strictObject({
   field: fieldName().describe(
     "Field whose value identifies a record, e.g. \"eventId\" (a dotted path such as \"meta.id\" reaches nested fields); the node keys the stream by it",
@@ -69,7 +64,7 @@ compared with the state that remains.`,
   outputFields: (_params, inputFields) => inputFields,
   keySelector(params) {
     const what = `field "${params.field}"`;
-    return (value) => keyOf(fieldOf(value, params.field), what);
+    return (value) => canonicalKey(readField(value, params.field), what);
   },
   create(params): Operator {
     // The storage is the backend's choice (store.ts): flat columns on the heap, state handles and

@@ -37,15 +37,6 @@ export const SLICES_STATE = valueState<SliceState>("slices");
 
 const at = (st: SliceState, i: number): number => st[i] as number;
 
-// Module-local copies of what the per-record path uses from other modules: under tsx (the bench,
-// `keyflow run`, the runner) an imported binding compiles to a getter call on the exporting
-// module at every use, which the profile showed as 5 % of the hopping row.
-const cleanupAt = cleanupTime;
-const modulo = floorMod;
-const NONE = NO_TIME;
-const TIMER_NS = WINDOW_TIMER;
-const InvalidInput = Invalid;
-
 export class SlicedWindowOperator implements Operator {
   // ---- configuration
   private readonly assigner: SliceAssigner;
@@ -147,12 +138,12 @@ export class SlicedWindowOperator implements Operator {
     const firstEnd = a.firstEnd(s);
     const wm = ctx.timerService.currentWatermark();
     // Late for every window it belongs to: the last of them is already purged.
-    if (cleanupAt(lastEnd, lateness) <= wm) {
+    if (cleanupTime(lastEnd, lateness) <= wm) {
       ctx.sideOutput("late", record.value);
       return;
     }
     const input = this.agg.input(record.value);
-    if (input instanceof InvalidInput) {
+    if (input instanceof Invalid) {
       ctx.sideOutput("errors", errorRecord(this.nodeId, input.message, record.value));
       return;
     }
@@ -163,7 +154,7 @@ export class SlicedWindowOperator implements Operator {
     let newSlice = false;
     if (st === undefined) {
       // A literal of the exact size (for width 1) keeps the key's array compact: no growth slack.
-      st = this.stride === 2 ? [NONE, NONE, s, 0] : [NONE, NONE, s];
+      st = this.stride === 2 ? [NO_TIME, NO_TIME, s, 0] : [NO_TIME, NO_TIME, s];
       this.initAt(st, HEADER + 1, input);
       newSlice = true;
     } else {
@@ -193,21 +184,21 @@ export class SlicedWindowOperator implements Operator {
     let lateFiring = false;
     if (firstEnd - 1 <= wm) {
       // Some windows of this slice have already fired: fire again those not yet purged.
-      const firstUnpurged = wm + 2 - lateness; // cleanupAt(e) > wm  <=>  e >= wm + 2 - lateness
-      let e = firstUnpurged + modulo(this.size - firstUnpurged, this.slide);
+      const firstUnpurged = wm + 2 - lateness; // cleanupTime(e) > wm  <=>  e >= wm + 2 - lateness
+      let e = firstUnpurged + floorMod(this.size - firstUnpurged, this.slide);
       if (e < firstEnd) e = firstEnd;
       for (; e <= lastEnd && e - 1 <= wm; e += this.slide) this.emit(st, e, ctx);
       if (wm > at(st, F)) st[F] = wm;
       lateFiring = true;
     }
     if (newSlice || lateFiring) {
-      let need = cleanupAt(lastEnd, lateness);
+      let need = cleanupTime(lastEnd, lateness);
       const next = a.endAfter(s, at(st, F) + 1);
       if (next !== undefined && next - 1 < need) need = next - 1;
       const t = at(st, T);
-      if (t === NONE || need < t) {
-        if (t !== NONE) ctx.timerService.deleteEventTimeTimer(t, TIMER_NS);
-        ctx.timerService.registerEventTimeTimer(need, TIMER_NS);
+      if (t === NO_TIME || need < t) {
+        if (t !== NO_TIME) ctx.timerService.deleteEventTimeTimer(t, WINDOW_TIMER);
+        ctx.timerService.registerEventTimeTimer(need, WINDOW_TIMER);
         st[T] = need;
       }
     }
@@ -226,21 +217,21 @@ export class SlicedWindowOperator implements Operator {
     // PURGE the slices whose last window is past its allowed lateness: the oldest, at the end
     // (lastEnd grows with s), so a truncation, which V8 does in place.
     let end = st.length;
-    while (end > HEADER && cleanupAt(this.assigner.lastEnd(at(st, end - W)), this.allowedLatenessMs) <= now) end -= W;
+    while (end > HEADER && cleanupTime(this.assigner.lastEnd(at(st, end - W)), this.allowedLatenessMs) <= now) end -= W;
     if (end < st.length) st.length = end;
     const t = at(st, T);
-    const stale = t !== NONE && t > now ? t : NONE;
+    const stale = t !== NO_TIME && t > now ? t : NO_TIME;
     if (st.length === HEADER) {
-      if (stale !== NONE) ctx.timerService.deleteEventTimeTimer(stale, TIMER_NS);
+      if (stale !== NO_TIME) ctx.timerService.deleteEventTimeTimer(stale, WINDOW_TIMER);
       this.state.clear();
       return;
     }
-    let need = cleanupAt(this.assigner.lastEnd(at(st, st.length - W)), this.allowedLatenessMs);
+    let need = cleanupTime(this.assigner.lastEnd(at(st, st.length - W)), this.allowedLatenessMs);
     const next = this.nextEnd(st, now + 1);
     if (next !== undefined && next - 1 < need) need = next - 1;
     if (need !== stale) {
-      if (stale !== NONE) ctx.timerService.deleteEventTimeTimer(stale, TIMER_NS);
-      ctx.timerService.registerEventTimeTimer(need, TIMER_NS);
+      if (stale !== NO_TIME) ctx.timerService.deleteEventTimeTimer(stale, WINDOW_TIMER);
+      ctx.timerService.registerEventTimeTimer(need, WINDOW_TIMER);
     }
     st[T] = need;
     this.state.update(st);
