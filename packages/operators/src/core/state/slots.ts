@@ -31,7 +31,12 @@ export class KeySlots {
   private mask = MIN_POSITIONS - 1;
   /** The key of each slot; undefined when the slot is free. */
   private keyOf: Array<Key | undefined> = [];
-  private hashOf = new Int32Array(MIN_POSITIONS);
+  /**
+   * Per slot, its key's hash and length side by side ([2 slot], [2 slot + 1]): a delete finds the
+   * key's position and its share of keyBytes in one line, without reading the key string (a
+   * cache miss of its own when a million keys are spread over the heap).
+   */
+  private hashLen = new Int32Array(2 * MIN_POSITIONS);
   /** Freed slots, a stack of the first `freeCount` (an Int32Array as long as the capacity: it never reallocates as it empties and refills). */
   private free = new Int32Array(MIN_POSITIONS);
   private freeCount = 0;
@@ -115,7 +120,8 @@ export class KeySlots {
     const slot = this.freeCount > 0 ? (this.free[--this.freeCount] as number) : this.high++;
     if (slot >= this.capacity) this.growSlots();
     this.keyOf[slot] = key;
-    this.hashOf[slot] = h;
+    this.hashLen[2 * slot] = h;
+    this.hashLen[2 * slot + 1] = key.length;
     this.live++;
     this.keyBytes += 16 + key.length;
     if (2 * this.live > this.mask + 1) {
@@ -135,7 +141,7 @@ export class KeySlots {
     this.missAt = -1;
     const pos = this.positions;
     const mask = this.mask;
-    let i = (this.hashOf[slot] as number) & mask;
+    let i = (this.hashLen[2 * slot] as number) & mask;
     while ((pos[2 * i + 1] as number) !== slot + 1) i = (i + 1) & mask;
     // Backward shift: move later entries of the run into the hole when their home allows it.
     for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
@@ -153,7 +159,12 @@ export class KeySlots {
     this.keyOf[slot] = undefined;
     this.free[this.freeCount++] = slot;
     this.live--;
-    this.keyBytes -= 16 + key.length;
+    this.keyBytes -= 16 + (this.hashLen[2 * slot + 1] as number);
+  }
+
+  /** A slot's key hash (what touch() reads first: callers read many slots' hashes before touching them). */
+  hashAt(slot: number): number {
+    return this.hashLen[2 * slot] as number;
   }
 
   /**
@@ -161,7 +172,7 @@ export class KeySlots {
    * delete many slots reads theirs first, so that their cache misses overlap rather than queue.
    */
   touch(slot: number): number {
-    return this.homeOf(this.hashOf[slot] as number);
+    return this.homeOf(this.hashLen[2 * slot] as number);
   }
 
   /**
@@ -191,7 +202,7 @@ export class KeySlots {
 
   /** Heap bytes of the lookup itself and its keys (not the owner's columns). */
   bytes(): number {
-    return this.positions.byteLength + this.hashOf.byteLength + 4 * this.keyOf.length + 8 * this.freeCount + this.keyBytes;
+    return this.positions.byteLength + this.hashLen.byteLength + 4 * this.keyOf.length + 8 * this.freeCount + this.keyBytes;
   }
 
   private place(h: number, slot: number): void {
@@ -207,14 +218,14 @@ export class KeySlots {
     this.missAt = -1;
     this.positions = new Int32Array(2 * size);
     this.mask = size - 1;
-    for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) this.place(this.hashOf[s] as number, s);
+    for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) this.place(this.hashLen[2 * s] as number, s);
   }
 
   private growSlots(): void {
     this.capacity *= 2;
-    const h = new Int32Array(this.capacity);
-    h.set(this.hashOf);
-    this.hashOf = h;
+    const h = new Int32Array(2 * this.capacity);
+    h.set(this.hashLen);
+    this.hashLen = h;
     const f = new Int32Array(this.capacity);
     f.set(this.free.subarray(0, this.freeCount));
     this.free = f;

@@ -45,12 +45,6 @@ export const velocityParams = z.strictObject({
 });
 export type VelocityParams = z.infer<typeof velocityParams>;
 
-// Module-local copies of what the per-record path uses from other modules: under tsx (the bench,
-// `keyflow run`, the runner) an imported binding compiles to a getter call at every use.
-const hashOf = hashKey;
-const fieldOf = readField;
-const EVIDENCE_MAX = EVIDENCE_CAP;
-
 /** Namespace of the timer that frees a silent key's window. */
 const CLEANUP_TIMER = "cleanup";
 
@@ -193,11 +187,13 @@ const RELEASE_TIMER = "release";
 
 /** The alert for a record of `key` at `ts` counting the window entries [from, to). */
 function alert(key: Key | null, value: JsonObject, ts: number, w: WindowView, from: number, to: number, out: Collector): void {
-  const refs: EvidenceRef[] = [];
-  for (let i = Math.max(from, to - EVIDENCE_MAX); i < to; i++) {
+  // Sized up front: pushing onto [] allocated a backing store of 17 and left it there.
+  const lo = Math.max(from, to - EVIDENCE_CAP);
+  const refs = new Array<EvidenceRef>(to - lo);
+  for (let i = lo; i < to; i++) {
     const id = w.idAt(i);
     const t = w.tsAt(i);
-    refs.push(id === null ? { ts: t } : { id, ts: t });
+    refs[i - lo] = id === null ? { ts: t } : { id, ts: t };
   }
   // refs is fresh and already capped: it becomes the evidence as is (evidenceOf would copy it).
   const evidence: Evidence = { records: refs, total: to - from };
@@ -218,7 +214,7 @@ function countGroup(params: VelocityParams, key: Key | null, w: WindowView, ts: 
 }
 
 function idOf(value: JsonObject, idField: string): string | number | null {
-  const id = fieldOf(value, idField);
+  const id = readField(value, idField);
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
@@ -412,10 +408,14 @@ function orderedVelocity(params: VelocityParams): Operator {
  * long enough to be promoted by the collector, and fresh ones made most of its old-space garbage.
  */
 interface PendingAt {
+  ts: number;
   keys: Array<Key | undefined>;
   values: Array<JsonObject | undefined>;
   n: number;
 }
+
+/** Buckets buffer() finds by a timestamp's low bits (a power of two). */
+const RECENT = 4096;
 
 /** Released buckets kept for reuse: more than the timestamps a second of out-of-orderness holds at 1 ms. */
 const SPARE_BUCKETS = 4096;
@@ -439,8 +439,12 @@ const ROW_SPILLED = 2;
  */
 class RowWindows implements WindowView {
   rows = new Float64Array(0);
-  private ids: Array<Array<string | number | null> | undefined> = [];
-  private spilled: Array<CountWindow | undefined> = [];
+  /**
+   * Per slot (as long as the capacity, so that writes at any slot stay in fast elements: written at
+   * random slots of a growing [], the arrays turned into dictionaries), what the row's mode says is
+   * beside it: the ids array (ROW_IDS) or the spilled window (ROW_SPILLED).
+   */
+  private extra: Array<Array<string | number | null> | CountWindow | undefined> = [];
   private readonly spill = new ArrayWindow();
   private base = 0;
   private slot = 0;
@@ -454,16 +458,17 @@ class RowWindows implements WindowView {
     next.set(this.rows);
     for (let b = this.rows.length; b < next.length; b += ROW) next[b + 1] = NaN;
     this.rows = next;
+    for (let i = this.extra.length; i < capacity; i++) this.extra.push(undefined);
   }
 
   /** Points the view at a slot's window: the row, or the slot's spilled window. */
   at(slot: number): WindowView {
     const base = slot * ROW;
     const mode = this.rows[base + 2];
-    if (mode === ROW_SPILLED) return this.spill.of(this.spilled[slot] as CountWindow);
+    if (mode === ROW_SPILLED) return this.spill.of(this.extra[slot] as CountWindow);
     this.slot = slot;
     this.base = base;
-    this.slotIds = mode === ROW_IDS ? (this.ids[slot] as Array<string | number | null>) : null;
+    this.slotIds = mode === ROW_IDS ? (this.extra[slot] as Array<string | number | null>) : null;
     return this;
   }
 
@@ -475,7 +480,7 @@ class RowWindows implements WindowView {
   }
   lastTs(slot: number): number | undefined {
     const base = slot * ROW;
-    if (this.rows[base + 2] === ROW_SPILLED) return (this.spilled[slot] as CountWindow).ts.at(-1);
+    if (this.rows[base + 2] === ROW_SPILLED) return (this.extra[slot] as CountWindow).ts.at(-1);
     const n = this.rows[base] as number;
     return n === 0 ? undefined : (this.rows[base + ROW_HEAD + n - 1] as number);
   }
@@ -487,8 +492,7 @@ class RowWindows implements WindowView {
       this.at(slot);
       this.evictUpTo(horizon);
       if ((this.rows[base] as number) + extra > ROW_TS) {
-        this.spilled[slot] = this.windowOf(slot);
-        this.ids[slot] = undefined;
+        this.extra[slot] = this.windowOf(slot);
         this.rows[base] = 0;
         this.rows[base + 2] = ROW_SPILLED;
       }
@@ -501,11 +505,11 @@ class RowWindows implements WindowView {
     const base = slot * ROW;
     const mode = this.rows[base + 2];
     if (mode === ROW_SPILLED) {
-      const w = this.spilled[slot] as CountWindow;
+      const w = this.extra[slot] as CountWindow;
       return { ts: [...w.ts], ids: w.ids === null ? null : [...w.ids] };
     }
     const ts = Array.from(this.rows.subarray(base + ROW_HEAD, base + ROW_HEAD + (this.rows[base] as number)));
-    return { ts, ids: mode === ROW_IDS ? [...(this.ids[slot] as Array<string | number | null>)] : null };
+    return { ts, ids: mode === ROW_IDS ? [...(this.extra[slot] as Array<string | number | null>)] : null };
   }
 
   /** Sets a free slot's window (restore; takes the arrays). */
@@ -513,14 +517,14 @@ class RowWindows implements WindowView {
     const base = slot * ROW;
     this.rows[base + 1] = NaN;
     if (w.ts.length > ROW_TS) {
-      this.spilled[slot] = w;
+      this.extra[slot] = w;
       this.rows[base] = 0;
       this.rows[base + 2] = ROW_SPILLED;
       return;
     }
     this.rows.set(w.ts, base + ROW_HEAD);
     this.rows[base] = w.ts.length;
-    if (w.ids !== null) this.ids[slot] = w.ids;
+    if (w.ids !== null) this.extra[slot] = w.ids;
     this.rows[base + 2] = w.ids === null ? ROW_PLAIN : ROW_IDS;
   }
 
@@ -528,8 +532,7 @@ class RowWindows implements WindowView {
   free(slot: number): void {
     const base = slot * ROW;
     if (this.rows[base + 2] !== ROW_PLAIN) {
-      this.ids[slot] = undefined;
-      this.spilled[slot] = undefined;
+      this.extra[slot] = undefined;
     }
     this.rows[base] = 0;
     this.rows[base + 1] = NaN;
@@ -537,9 +540,11 @@ class RowWindows implements WindowView {
   }
 
   bytes(): number {
-    let bytes = this.rows.byteLength + 8 * (this.ids.length + this.spilled.length);
-    for (const ids of this.ids) if (ids !== undefined) bytes += estimateBytes(ids);
-    for (const w of this.spilled) if (w !== undefined) bytes += 16 * w.ts.length + estimateBytes(w.ids);
+    let bytes = this.rows.byteLength + 8 * this.extra.length;
+    for (const e of this.extra) {
+      if (Array.isArray(e)) bytes += estimateBytes(e);
+      else if (e !== undefined) bytes += 16 * e.ts.length + estimateBytes(e.ids);
+    }
     return bytes;
   }
 
@@ -573,7 +578,7 @@ class RowWindows implements WindowView {
     if (this.slotIds === null) {
       if (id === null) return;
       this.slotIds = new Array<string | number | null>(n).fill(null);
-      this.ids[this.slot] = this.slotIds;
+      this.extra[this.slot] = this.slotIds;
       rows[this.base + 2] = ROW_IDS;
     }
     this.slotIds.push(id);
@@ -601,6 +606,12 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private readonly pending = new Map<number, PendingAt>();
   private readonly times = new NumberMinHeap();
   private readonly spare: PendingAt[] = [];
+  /**
+   * The bucket of a recent timestamp by its low bits (checked against its ts): arrival reads it
+   * instead of the pending Map, whose get of a timestamp (a heap number above 2^31) was 3 % of
+   * the profile. RECENT milliseconds is more than out-of-orderness plus jitter usually spans.
+   */
+  private readonly recent = new Array<PendingAt | undefined>(RECENT).fill(undefined);
   /** Scratch arrays a timestamp's keys and values are sorted into (reused; at most one timestamp's records). */
   private readonly sortedKeys: Key[] = [];
   private readonly sortedValues: JsonObject[] = [];
@@ -609,6 +620,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private sortedSlots = new Int32Array(64);
   /** release's hashKey of each record's key. */
   private hashes = new Int32Array(64);
+  /** The slots a due cleanup frees (reused). */
+  private freed = new Int32Array(64);
   /** What release's first pass read of the rows, kept so that the compiler keeps the reads. */
   private touched = 0;
   private readonly releaseOrder = new ReleaseOrder();
@@ -632,11 +645,17 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   }
 
   private buffer(ts: number, key: Key, value: JsonObject): void {
-    let at = this.pending.get(ts);
-    if (at === undefined) {
-      at = this.spare.pop() ?? { keys: [], values: [], n: 0 };
-      this.pending.set(ts, at);
-      this.times.push(ts);
+    const r = ts & (RECENT - 1);
+    let at = this.recent[r];
+    if (at === undefined || at.ts !== ts) {
+      at = this.pending.get(ts);
+      if (at === undefined) {
+        at = this.spare.pop() ?? { ts, keys: [], values: [], n: 0 };
+        at.ts = ts;
+        this.pending.set(ts, at);
+        this.times.push(ts);
+      }
+      this.recent[r] = at;
     }
     at.keys[at.n] = key;
     at.values[at.n] = value;
@@ -648,6 +667,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       this.times.pop();
       const at = this.pending.get(ts) as PendingAt;
       this.pending.delete(ts);
+      if (this.recent[ts & (RECENT - 1)] === at) this.recent[ts & (RECENT - 1)] = undefined;
       this.release(ts, at, ctx);
       for (let i = 0; i < at.n; i++) {
         at.keys[i] = undefined;
@@ -657,16 +677,20 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       if (this.spare.length < SPARE_BUCKETS) this.spare.push(at);
     }
     const windows = this.windows;
+    const table = this.slots;
     this.cleanups.dueLists(watermark, (list, n) => {
-      // The rows of a time's slots first (cache misses in random order, overlapping when read back
-      // to back), then the cleanup proper, which finds them in cache.
+      // In stages, as release: the rows of a time's slots first (cache misses in random order,
+      // overlapping when read back to back), then which to free; then the freed slots' hashes and
+      // their table positions, each stage's loads independent; the deletes then find them in cache.
       const rows = windows.rows;
       let touched = 0;
       for (let i = 0; i < n; i++) {
         const b = (list[i] as number) * ROW;
         touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
       }
-      this.touched = touched;
+      if (n > this.freed.length) this.freed = new Int32Array(2 ** Math.ceil(Math.log2(n)));
+      const freed = this.freed;
+      let m = 0;
       for (let i = 0; i < n; i++) {
         const slot = list[i] as number;
         const cleanupAt = windows.cleanupAt(slot);
@@ -674,10 +698,18 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
         if (!(cleanupAt <= watermark)) continue;
         windows.setCleanupAt(slot, NaN);
         const last = windows.lastTs(slot);
-        if (last === undefined || last + this.params.windowMs <= watermark) {
-          windows.free(slot);
-          this.slots.delete(slot);
-        } else this.ensureCleanup(slot);
+        // Freed below, in this order (the order of the free slots handed out next); a slot listed
+        // twice is skipped the second time, its cleanupAt being NaN by then.
+        if (last === undefined || last + this.params.windowMs <= watermark) freed[m++] = slot;
+        else this.ensureCleanup(slot);
+      }
+      for (let i = 0; i < m; i++) touched += table.hashAt(freed[i] as number);
+      for (let i = 0; i < m; i++) touched += table.touch(freed[i] as number);
+      this.touched = touched;
+      for (let i = 0; i < m; i++) {
+        const slot = freed[i] as number;
+        windows.free(slot);
+        table.delete(slot);
       }
     });
   }
@@ -703,7 +735,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     // The key strings' first line (their length and first characters): hashing reads each key's
     // characters one after another, a loop too long to keep more than a key or two's misses in flight.
     for (let i = 0; i < n; i++) touched += (at.keys[i] as Key).length;
-    for (let i = 0; i < n; i++) hashes[i] = hashOf(at.keys[i] as Key);
+    for (let i = 0; i < n; i++) hashes[i] = hashKey(at.keys[i] as Key);
     for (let i = 0; i < n; i++) slotOf[i] = table.homeOf(hashes[i] as number);
     for (let i = 0; i < n; i++) {
       const s = slotOf[i] as number;
