@@ -5,6 +5,7 @@
 import { z } from "zod";
 import {
   valueState,
+  type BatchContext,
   type Collector,
   type JsonObject,
   type Key,
@@ -397,6 +398,17 @@ function orderedVelocity(params: VelocityParams): Operator {
       impl.open?.(ctx);
     },
     processElement: (record, ctx) => impl.processElement(record, ctx),
+    // The heap storage buffers a batch in one loop (no host call per record); the handle storage
+    // takes the records one by one, as the host would hand them.
+    processBatch: (records, from, to, ctx) => {
+      if (impl.processBatch !== undefined) impl.processBatch(records, from, to, ctx);
+      else
+        for (let i = from; i < to; i++) {
+          const record = records[i] as StreamRecord;
+          ctx.enter(record);
+          impl.processElement(record, ctx);
+        }
+    },
     onTimer: (timer, ctx) => impl.onTimer?.(timer, ctx),
     onWatermark: (watermark, ctx) => impl.onWatermark?.(watermark, ctx),
   };
@@ -642,6 +654,19 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       return;
     }
     this.buffer(ts, ctx.key as Key, record.value);
+  }
+
+  /** processElement on each record in turn: the watermark does not move within a batch. */
+  processBatch(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
+    const watermark = ctx.timerService.currentWatermark();
+    for (let i = from; i < to; i++) {
+      const record = records[i] as StreamRecord;
+      const ts = record.timestamp;
+      if (ts <= watermark) {
+        ctx.enter(record);
+        ctx.sideOutput("late", record.value, ts);
+      } else this.buffer(ts, record.key as Key, record.value);
+    }
   }
 
   private buffer(ts: number, key: Key, value: JsonObject): void {
