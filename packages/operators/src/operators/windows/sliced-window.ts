@@ -113,11 +113,19 @@ export class SlicedWindowOperator implements Operator {
     const found = this.found;
     const n = to - from;
     let touched = 0;
+    // In stages, each a loop of loads independent of one another, so that each stage's cache misses
+    // overlap: the keys' table entries, then their arrays (length and elements pointer), then the
+    // elements (the newest slice start), which the update then finds in cache.
     for (let i = 0; i < n; i++) {
       ctx.enter(records[from + i] as StreamRecord);
-      const st = this.state.value();
-      found[i] = st;
-      // Reading the newest slice start here loads the array's elements while other lookups are in flight.
+      found[i] = this.state.value();
+    }
+    for (let i = 0; i < n; i++) {
+      const st = found[i];
+      if (st !== undefined) touched += st.length;
+    }
+    for (let i = 0; i < n; i++) {
+      const st = found[i];
       if (st !== undefined) touched += at(st, HEADER);
     }
     this.touched = touched;
