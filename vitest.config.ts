@@ -14,6 +14,9 @@ export default defineConfig({
           include: ["packages/**/*.test.ts", "apps/**/*.test.ts", "apps/**/*.test.tsx"],
           exclude: [...ignored, "**/*.int.test.ts"],
           testTimeout: 30_000,
+          // Heap snapshots check their kept columns against the state (backend.ts): an operator
+          // changing a stored object in place without telling the table fails its tests.
+          setupFiles: ["packages/operators/src/testing/verify-kept-columns.setup.ts"],
         },
       },
       {

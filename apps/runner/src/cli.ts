@@ -3,6 +3,7 @@
 // stderr and exit non-zero, without a stack trace.
 import path from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { setKeptColumnsVerification } from "@keyflow/operators";
 
 type ParseArgsOptionsConfig = NonNullable<ParseArgsConfig["options"]>;
 import { EnvError, readEnv, type RunnerEnv } from "./env";
@@ -48,6 +49,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     throw err;
   }
+  if (env.verifySnapshots) setKeptColumnsVerification(true);
   try {
     switch (command) {
       case "validate":

@@ -19,6 +19,8 @@ const envSchema = z.object({
   KEYFLOW_SANDBOX_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).optional(),
   /** process.custom: heap limit of the user's code, MB (default 64). */
   KEYFLOW_SANDBOX_MEMORY_MB: z.coerce.number().int().min(8).max(4_096).optional(),
+  /** Tests: every heap snapshot checks the columns it kept against the state (costs a full pack). */
+  KEYFLOW_VERIFY_SNAPSHOTS: z.enum(["0", "1"]).default("0"),
 });
 
 export type LogLevel = "error" | "warn" | "info" | "debug";
@@ -38,6 +40,8 @@ export interface RunnerEnv {
   sandboxTimeoutMs?: number;
   /** process.custom's memory limit (KEYFLOW_SANDBOX_MEMORY_MB); undefined: the sandbox's default. */
   sandboxMemoryLimitMb?: number;
+  /** KEYFLOW_VERIFY_SNAPSHOTS=1 (tests): heap snapshots verify their kept columns (@keyflow/operators' setKeptColumnsVerification). */
+  verifySnapshots?: boolean;
 }
 
 export class EnvError extends Error {}
@@ -63,5 +67,6 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env, cwd: string = p
     logLevel: e.KEYFLOW_LOG_LEVEL,
     ...(e.KEYFLOW_SANDBOX_TIMEOUT_MS !== undefined ? { sandboxTimeoutMs: e.KEYFLOW_SANDBOX_TIMEOUT_MS } : {}),
     ...(e.KEYFLOW_SANDBOX_MEMORY_MB !== undefined ? { sandboxMemoryLimitMb: e.KEYFLOW_SANDBOX_MEMORY_MB } : {}),
+    ...(e.KEYFLOW_VERIFY_SNAPSHOTS === "1" ? { verifySnapshots: true } : {}),
   };
 }

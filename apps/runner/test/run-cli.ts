@@ -17,7 +17,8 @@ export interface CliResult {
 export function startCli(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn(process.execPath, [KEYFLOW_BIN, ...args], {
     cwd: opts.cwd ?? RUNNER_DIR,
-    env: { ...process.env, KEYFLOW_LOG_LEVEL: "warn", ...opts.env },
+    // Heap snapshots verify the columns they keep between checkpoints (the golden resumes take many).
+    env: { ...process.env, KEYFLOW_LOG_LEVEL: "warn", KEYFLOW_VERIFY_SNAPSHOTS: "1", ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -3,6 +3,7 @@
 // example pipeline), and a graceful shutdown on SIGINT/SIGTERM (every job takes a final checkpoint).
 import path from "node:path";
 import type { Server } from "node:http";
+import { setKeptColumnsVerification } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import { createLogger, errorMessage, type Logger } from "../log";
 import { loadPipelineFile } from "../pipeline/load";
@@ -75,6 +76,7 @@ export async function createRunnerService(env: RunnerEnv, log: Logger = createLo
 /** `keyflow serve`: runs until SIGINT/SIGTERM; returns the exit code. */
 export async function startRunnerService(o: { env: RunnerEnv; deployFiles: readonly string[] }): Promise<number> {
   const log = createLogger(o.env.logLevel);
+  if (o.env.verifySnapshots) setKeptColumnsVerification(true);
   // A job's failure must never end the service: anything that escapes a job is logged, not fatal.
   process.on("unhandledRejection", (reason) => log.error(`unhandled rejection: ${errorMessage(reason)}`));
   process.on("uncaughtException", (err) => log.error(`uncaught exception: ${err.stack ?? errorMessage(err)}`));

@@ -41,6 +41,7 @@ import {
   type StateTable,
   type TableSnapshot,
   type ColumnarTableSnapshot,
+  type PackedTableSnapshot,
   columnsOf,
   tablesFromSnapshot,
 } from "./state";
@@ -102,8 +103,8 @@ interface HostSnapshot {
   channelWatermarks: number[];
   channelIdle: boolean[];
   processingTime: number;
-  /** Columnar (see ColumnarTableSnapshot); pairs in snapshots written before it. */
-  state: Array<TableSnapshot | ColumnarTableSnapshot>;
+  /** Packed (see PackedTableSnapshot); columnar values or pairs in snapshots written before it. */
+  state: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
   eventTimers: TimerTuple[];
   processingTimers: TimerTuple[];
   operator: JsonValue | null;
@@ -479,7 +480,7 @@ export class OperatorHost {
       channelWatermarks: [...this.channelWatermarks],
       channelIdle: [...this.channelIdle],
       processingTime: this.ctx.processingTime,
-      state: this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism)),
+      state: this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism),
       eventTimers: this.eventTimerSnapshot(),
       processingTimers: this.processingTimers.snapshot(),
       operator: this.operator.snapshotState?.() ?? null,

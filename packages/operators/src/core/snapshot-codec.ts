@@ -4,10 +4,17 @@
 // on what was packed before): state holds many objects of one shape (TTL entries { v, t }, a
 // top-K's { value, count }), and a record writes their keys once instead of once per object
 // (a quarter fewer bytes on a 10 MB top-K state, and faster). The reader takes both forms.
+//
+// Keyed state values are the exception: a table's values are packed one by one, without records,
+// and concatenated (packValue, packValues). A value's bytes then do not depend on its neighbours,
+// so the heap backend keeps them from one checkpoint to the next and packs again only the values
+// written since (backend.ts, SnapshotColumns): packing every value of a large state at every
+// checkpoint was most of a checkpoint's time, and it grew with the state, not with the change.
 import { Packr, Unpackr } from "msgpackr";
 
 const packr = new Packr({ useRecords: true, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
+const valuePackr = new Packr({ useRecords: false, variableMapSize: true });
 
 export function encodeSnapshot(value: unknown): Uint8Array {
   const buf = packr.pack(value);
@@ -17,4 +24,29 @@ export function encodeSnapshot(value: unknown): Uint8Array {
 
 export function decodeSnapshot(bytes: Uint8Array): unknown {
   return unpackr.unpack(bytes);
+}
+
+/**
+ * One value's bytes in a packed column, valid until the next call of packValue or packValues (a
+ * view of the packer's buffer: copy it before packing again).
+ */
+export function packValue(value: unknown): Uint8Array {
+  return valuePackr.pack(value);
+}
+
+/** The concatenation of packValue(v) for each value (a fresh array). */
+export function packValues(values: readonly unknown[]): Uint8Array {
+  // A MessagePack array is its header followed by its elements: packing the array once and
+  // dropping the header gives the same bytes as packing each element, without a call per value.
+  const buf = valuePackr.pack(values);
+  const first = buf[0] as number;
+  const header = first >= 0x90 && first <= 0x9f ? 1 : first === 0xdc ? 3 : first === 0xdd ? 5 : -1;
+  if (header < 0) throw new Error(`packValues: MessagePack array header expected, found 0x${first.toString(16)}`);
+  return new Uint8Array(buf.subarray(header)); // a copy: the packer reuses its buffer
+}
+
+/** The values of a packed column, in order. */
+export function unpackValues(bytes: Uint8Array): unknown[] {
+  if (bytes.byteLength === 0) return [];
+  return unpackr.unpackMultiple(bytes);
 }

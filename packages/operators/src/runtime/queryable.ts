@@ -3,7 +3,7 @@
 // engine's live structures. Pure; the runner asks the subtask that owns the key's key group.
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot } from "../core/snapshot-codec";
-import { tablesFromSnapshot, type ColumnarTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
+import { tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
 import type { TimerTuple } from "../core/timers";
 
 export interface KeyStateEntry {
@@ -37,7 +37,7 @@ interface JobSnapshotView {
 }
 interface OperatorSnapshotView {
   watermark?: number;
-  state?: Array<TableSnapshot | ColumnarTableSnapshot>;
+  state?: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
   eventTimers?: TimerTuple[];
   processingTimers?: TimerTuple[];
 }

@@ -9,7 +9,7 @@
 // exactly one new subtask, totals over the new subtasks equal the old totals.
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
-import { tablesFromSnapshot, type ColumnarTableSnapshot, type TableSnapshot } from "../core/state";
+import { tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot, type TableSnapshot } from "../core/state";
 import type { TimerTuple } from "../core/timers";
 
 const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
@@ -29,7 +29,7 @@ interface OperatorSnapshotView {
   channelWatermarks: number[];
   channelIdle: boolean[];
   processingTime: number;
-  state: Array<TableSnapshot | ColumnarTableSnapshot>;
+  state: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
   eventTimers: TimerTuple[];
   processingTimers: TimerTuple[];
   operator: JsonValue | null;

@@ -1,2 +1,3 @@
 // `@keyflow/operators/testing`: what operator authors test with.
 export { OperatorTestHarness, type HarnessOptions, type HarnessOutput } from "./harness";
+export { canonicalJobSnapshot } from "./canonical-snapshot";

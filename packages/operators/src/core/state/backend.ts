@@ -3,6 +3,7 @@
 // synchronous interface (Flink's HashMapStateBackend versus EmbeddedRocksDBStateBackend).
 import type { Key } from "../api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from "../keys";
+import { packValue, packValues, unpackValues } from "../snapshot-codec";
 import { estimateBytes, MAP_ENTRY_OVERHEAD } from "./size";
 
 export type StateKind = "value" | "list" | "map";
@@ -20,6 +21,12 @@ export interface StateTable<V = unknown> {
    * just read is a no-op the handles may skip. A serializing (on-disk) backend leaves it unset.
    */
   readonly storesByReference?: boolean;
+  /**
+   * The object stored under `key` was changed in place, without a put (what handles do on a
+   * by-reference table instead of writing the same object back): the next snapshot must pack it
+   * again. Only by-reference tables have it.
+   */
+  changedInPlace?(key: Key): void;
   get(key: Key): V | undefined;
   put(key: Key, value: V): void;
   delete(key: Key): void;
@@ -38,11 +45,12 @@ export interface TableSnapshot {
 }
 
 /**
- * A table as an operator snapshot's bytes hold it (core/host.ts): keys in (key group, key) order
- * and each key's stored value at the same position, map-kind values flattened to
- * [mapKey, value, mapKey, value, …]; `keys` null when they are those of the nearest earlier table
- * that lists keys. Leaner than TableSnapshot's pairs: no array per entry and per map, and an
- * operator's tables over the same keys write them once (the key strings were half the bytes).
+ * A table in columnar form: keys in (key group, key) order and each key's stored value at the same
+ * position, map-kind values flattened to [mapKey, value, mapKey, value, …]; `keys` null when they
+ * are those of the nearest earlier table that lists keys. The heap backend writes it for tables
+ * kept in their operator's own layout (adoptTable), whose stored values are built afresh at every
+ * snapshot anyway: packed with the rest of the snapshot (records, core/snapshot-codec.ts), they
+ * cost less time and fewer bytes than packed one by one. Other tables are packed (PackedTableSnapshot).
  */
 export interface ColumnarTableSnapshot {
   name: string;
@@ -52,36 +60,77 @@ export interface ColumnarTableSnapshot {
 }
 
 /**
- * The tables of an operator snapshot as TableSnapshot, whichever form its bytes hold: columnar,
- * or the [key, value] pairs of snapshots written before the columnar form.
+ * A table as an operator snapshot's bytes hold it (core/host.ts), one chunk per key group that
+ * has keys: `packedKeys` the group's keys in order and `packed` each key's stored value at the same
+ * position, packed one by one (snapshot-codec.ts packValues), map-kind values flattened to
+ * [mapKey, value, mapKey, value, …]; `packedKeys` null when the keys are those of the nearest
+ * earlier table that lists keys. No array per entry and per map, an operator's tables over the
+ * same keys write them once (the key strings were half the bytes), and a value's bytes do not
+ * depend on the others: a heap table packs again only what changed since its last snapshot, and
+ * a group's keys only when it gained or lost one.
  */
-export function tablesFromSnapshot(state: ReadonlyArray<TableSnapshot | ColumnarTableSnapshot>): TableSnapshot[] {
+export interface PackedTableSnapshot {
+  name: string;
+  kind: StateKind;
+  packedKeys: Uint8Array[] | null;
+  packed: Uint8Array[];
+}
+
+/**
+ * The tables of an operator snapshot as TableSnapshot, whichever form its bytes hold: packed,
+ * columnar, or the [key, value] pairs of the oldest snapshots.
+ */
+export function tablesFromSnapshot(state: ReadonlyArray<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>): TableSnapshot[] {
   let keys: readonly Key[] = [];
   return state.map((t) => {
-    if (!("values" in t)) return t;
-    if (t.keys !== null) keys = t.keys;
-    if (keys.length !== t.values.length) throw new Error(`state "${t.name}": the snapshot lists ${keys.length} keys for ${t.values.length} values`);
+    if ("entries" in t) return t;
+    let values: unknown[];
+    if ("packed" in t) {
+      if (t.packedKeys !== null) keys = unpackChunks(t.packedKeys) as Key[];
+      values = unpackChunks(t.packed);
+    } else {
+      if (t.keys !== null) keys = t.keys;
+      values = t.values;
+    }
+    if (keys.length !== values.length) throw new Error(`state "${t.name}": the snapshot lists ${keys.length} keys for ${values.length} values`);
     const entries: Array<[Key, unknown]> = new Array(keys.length);
     for (let i = 0; i < keys.length; i++) {
-      const v = t.values[i];
+      const v = values[i];
       entries[i] = [keys[i] as Key, t.kind === "map" ? pairsOf(v as unknown[]) : v];
     }
     return { name: t.name, kind: t.kind, entries };
   });
 }
 
+function unpackChunks(chunks: readonly Uint8Array[]): unknown[] {
+  if (chunks.length === 1) return unpackValues(chunks[0] as Uint8Array);
+  const out: unknown[] = [];
+  for (const c of chunks) for (const v of unpackValues(c)) out.push(v);
+  return out;
+}
+
 /**
- * TableSnapshot → the columnar form, as snapshotColumns gives it (for a backend without that
- * member): every backend's snapshot of the same state is then the same bytes.
+ * TableSnapshot (entries in (key group, key) order) → the packed form, chunked by key group as
+ * the heap backend's snapshotColumns packs it (for a backend without that member).
  */
-export function columnsOf(tables: readonly TableSnapshot[]): ColumnarTableSnapshot[] {
+export function columnsOf(tables: readonly TableSnapshot[], maxParallelism = DEFAULT_MAX_PARALLELISM): PackedTableSnapshot[] {
   let previous: Key[] | undefined;
   return tables.map((t) => {
     const keys = t.entries.map((e) => e[0]);
     const values = t.entries.map((e) => (t.kind === "map" ? (e[1] as Array<[string, unknown]>).flat() : e[1]));
     const same = previous !== undefined && sameKeys(previous, keys);
     if (!same) previous = keys;
-    return { name: t.name, kind: t.kind, keys: same ? null : keys, values };
+    const packedKeys: Uint8Array[] = [];
+    const packed: Uint8Array[] = [];
+    for (let from = 0; from < keys.length; ) {
+      const g = keyGroupOf(keys[from] as Key, maxParallelism);
+      let to = from + 1;
+      while (to < keys.length && keyGroupOf(keys[to] as Key, maxParallelism) === g) to++;
+      if (!same) packedKeys.push(packValues(keys.slice(from, to)));
+      packed.push(packValues(values.slice(from, to)));
+      from = to;
+    }
+    return { name: t.name, kind: t.kind, packedKeys: same ? null : packedKeys, packed };
   });
 }
 
@@ -108,8 +157,8 @@ export interface KeyedStateBackend {
   snapshot(maxParallelism?: number): TableSnapshot[];
   /** Replaces all state. `keep` filters keys (a subtask restoring only its key-group range). */
   restore(tables: readonly TableSnapshot[], keep?: (key: Key) => boolean): void;
-  /** Optional: snapshot() in the columnar form, built without a pair per entry (what the host encodes when present). */
-  snapshotColumns?(maxParallelism?: number): ColumnarTableSnapshot[];
+  /** Optional: snapshot() in the packed or columnar form, built without a pair per entry (what the host encodes when present). */
+  snapshotColumns?(maxParallelism?: number): Array<PackedTableSnapshot | ColumnarTableSnapshot>;
   stats(): StateBackendStats;
   /**
    * Optional, heap backends only: keep `table` as the state of its name, by reference, in the
@@ -142,17 +191,23 @@ export interface AdoptedTable extends StateTable<unknown> {
 class HeapStateTable<V> implements StateTable<V> {
   readonly map = new Map<Key, V>();
   readonly storesByReference = true;
-  /** The columns of the last snapshot, kept for the next one (see SnapshotColumns); undefined until the first. */
+  /** The packed columns of the last snapshot, kept for the next one (see SnapshotColumns); undefined until the first. */
   private columns: SnapshotColumns | undefined;
   constructor(
     readonly name: string,
     readonly kind: StateKind,
   ) {}
   get(key: Key): V | undefined {
+    // Whoever reads a stored object may change it in place (the by-reference handles and window
+    // operators do, without writing it back): a read counts as a change for the next snapshot.
+    if (this.columns !== undefined) this.columns.touched(key, this.map.size);
     return this.map.get(key);
   }
   put(key: Key, value: V): void {
     this.map.set(key, value);
+    if (this.columns !== undefined) this.columns.touched(key, this.map.size);
+  }
+  changedInPlace(key: Key): void {
     if (this.columns !== undefined) this.columns.touched(key, this.map.size);
   }
   delete(key: Key): void {
@@ -170,47 +225,115 @@ class HeapStateTable<V> implements StateTable<V> {
   entries(): IterableIterator<[Key, V]> {
     return this.map.entries();
   }
-  /** Keys in (key group, key) order and their stored values (maps not flattened). */
-  snapshotColumns(maxParallelism: number): { keys: Key[]; values: unknown[] } {
+  /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
+  snapshotColumns(maxParallelism: number): PackedColumns {
     if (this.columns === undefined || this.columns.maxParallelism !== maxParallelism || this.columns.stale) {
-      this.columns = new SnapshotColumns(this.map, maxParallelism);
+      this.columns = new SnapshotColumns(this.map, maxParallelism, this.kind);
     } else {
       this.columns.update(this.map);
     }
-    return this.columns.concat();
+    const out = this.columns.concat();
+    if (verifyKeptColumns) {
+      const at = firstDifference(out, new SnapshotColumns(this.map, maxParallelism, this.kind).concat());
+      if (at !== undefined) throw new Error(`state "${this.name}": the kept snapshot columns differ from the state at key ${JSON.stringify(at)} (a stored object changed in place without being read, written or reported since the last snapshot)`);
+    }
+    return out;
   }
 }
 
+/** Tests: every heap snapshot checks its kept columns against columns built afresh (see setKeptColumnsVerification). */
+let verifyKeptColumns = false;
+
 /**
- * A table's keys in snapshot order and their stored values, per key group, kept from one snapshot
- * to the next. The table reports every key it writes or deletes; the next snapshot merges only
- * those into their key groups' sorted columns and takes every other value from the columns as they
- * are. Stored objects changed in place (a TTL entry restamped, a list pushed to) are the same
- * objects, read when the snapshot is encoded. Without this, each checkpoint sorted every key again
- * and looked every value up in key order: random accesses into a large Map, most of a 10 MB
- * snapshot's time once the sort was gone. Reported keys are bounded by the table's size: past it
- * the columns are dropped and rebuilt at the next snapshot, so a job that stops checkpointing does
- * not accumulate them.
+ * Turns on (tests) the check that a heap table's kept snapshot columns equal the state itself: a
+ * stored object changed in place without being read (get), written or reported (changedInPlace)
+ * since the last snapshot, say through a reference kept across checkpoints, would otherwise leave
+ * a stale value in every later checkpoint. The unit tests run with it on.
+ */
+export function setKeptColumnsVerification(on: boolean): void {
+  verifyKeptColumns = on;
+}
+
+/** The first key whose entry differs between two packed column sets, or undefined when they are equal. */
+function firstDifference(a: PackedColumns, b: PackedColumns): string | undefined {
+  if (a.keys.length !== b.keys.length) return `(${a.keys.length} keys kept, ${b.keys.length} in the state)`;
+  for (let i = 0; i < a.keys.length; i++) if (a.keys[i] !== b.keys[i]) return a.keys[i];
+  if (a.packed.length === b.packed.length && a.packed.every((x, i) => bytesEqual(x, b.packed[i] as Uint8Array)) && a.packedKeys.every((x, i) => bytesEqual(x, b.packedKeys[i] as Uint8Array))) return undefined;
+  const va = unpackChunks(a.packed);
+  const vb = unpackChunks(b.packed);
+  for (let i = 0; i < a.keys.length; i++) if (JSON.stringify(va[i]) !== JSON.stringify(vb[i])) return a.keys[i];
+  return "(same values, other bytes)";
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+const NO_KEYS: Key[] = [];
+const NO_BYTES = new Uint8Array(0);
+const NO_OFFSETS = new Int32Array(1);
+
+/** One key group's part of a packed column: its keys, their packed form, the packed values and where each starts. */
+interface PackedGroup {
+  keys: Key[];
+  packedKeys: Uint8Array;
+  bytes: Uint8Array;
+  /** Where each value's bytes start, then their end (keys.length + 1 entries). */
+  offsets: Int32Array;
+}
+
+/** A table's snapshot as SnapshotColumns keeps it: the keys in order and the per-group chunks. */
+export interface PackedColumns {
+  keys: Key[];
+  packedKeys: Uint8Array[];
+  packed: Uint8Array[];
+}
+
+/**
+ * A table's keys in snapshot order and their packed values, per key group, kept from one snapshot
+ * to the next. The table reports every key it reads, writes, deletes or has changed in place; the
+ * next snapshot packs only those values again and copies every other value's bytes as they are
+ * (runs of unchanged neighbours in one copy), and packs a group's keys again only when it gained or
+ * lost one. Packing every stored object at every checkpoint cost about 35 ms per MB of state, most
+ * of it cache misses on objects scattered over the heap; after 1 % of the keys changed, a
+ * checkpoint now reads those keys' objects and copies bytes. Reported keys are bounded by the
+ * table's size: past it the columns are dropped and rebuilt at the next snapshot, so a job that
+ * stops checkpointing does not accumulate them.
  */
 class SnapshotColumns<V = unknown> {
-  private readonly groupKeys: Key[][] = [];
-  private readonly groupValues: V[][] = [];
+  private readonly groups: PackedGroup[] = [];
   private readonly reported: Key[] = [];
+  private lastReported: Key | undefined = undefined;
+  /** concat()'s last result, kept until a group changes (and its keys until one gains or loses a key). */
+  private concatenated: PackedColumns | undefined;
+  private concatenatedKeys: Key[] | undefined;
   stale = false;
 
   constructor(
     map: ReadonlyMap<Key, V>,
     readonly maxParallelism: number,
+    private readonly kind: StateKind,
   ) {
-    for (const k of map.keys()) (this.groupKeys[keyGroupOf(k, maxParallelism)] ??= []).push(k);
-    this.groupKeys.forEach((keys, g) => {
+    const byGroup: Key[][] = [];
+    for (const k of map.keys()) (byGroup[keyGroupOf(k, maxParallelism)] ??= []).push(k);
+    byGroup.forEach((keys, g) => {
       if (keys.length > 1) keys.sort();
-      this.groupValues[g] = keys.map((k) => map.get(k) as V);
+      const values: unknown[] = new Array(keys.length);
+      for (let i = 0; i < keys.length; i++) values[i] = this.stored(map.get(keys[i] as Key) as V);
+      const pieces = values.map((v) => packValue(v).slice());
+      this.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
     });
   }
 
+  private stored(v: V): unknown {
+    return this.kind === "map" ? flatten(v as Map<string, unknown>) : v;
+  }
+
   touched(key: Key, size: number): void {
-    if (this.stale) return;
+    if (this.stale || key === this.lastReported) return;
+    this.lastReported = key;
     this.reported.push(key);
     if (this.reported.length > size + 1024) {
       this.stale = true;
@@ -218,70 +341,126 @@ class SnapshotColumns<V = unknown> {
     }
   }
 
-  /**
-   * Brings the reported keys' current state into their groups: a key still present where it was
-   * gets its value replaced in place (binary search in its group); a group that gained or lost
-   * keys is merged again.
-   */
+  /** Packs the reported keys' current values into their groups, merging in added and removed keys. */
   update(map: ReadonlyMap<Key, V>): void {
     if (this.reported.length === 0) return;
-    const structural: Key[][] = [];
+    const changed: Key[][] = [];
     const seen = new Set<Key>();
     for (const k of this.reported) {
       if (seen.has(k)) continue;
       seen.add(k);
-      const g = keyGroupOf(k, this.maxParallelism);
-      const v = map.get(k);
-      const at = indexOf(this.groupKeys[g], k);
-      if (at >= 0 && v !== undefined) (this.groupValues[g] as V[])[at] = v;
-      else if (at >= 0 || v !== undefined) (structural[g] ??= []).push(k);
+      (changed[keyGroupOf(k, this.maxParallelism)] ??= []).push(k);
     }
     this.reported.length = 0;
-    structural.forEach((changed, g) => {
-      changed.sort();
-      const oldKeys = this.groupKeys[g] ?? [];
-      const oldValues = this.groupValues[g] ?? [];
-      const keys: Key[] = [];
-      const values: V[] = [];
-      let i = 0;
-      for (const k of changed) {
-        while (i < oldKeys.length && (oldKeys[i] as Key) < k) {
-          keys.push(oldKeys[i] as Key);
-          values.push(oldValues[i] as V);
-          i++;
-        }
-        if (i < oldKeys.length && oldKeys[i] === k) i++;
-        const v = map.get(k);
-        if (v === undefined) continue;
-        keys.push(k);
-        values.push(v);
-      }
-      for (; i < oldKeys.length; i++) {
-        keys.push(oldKeys[i] as Key);
-        values.push(oldValues[i] as V);
-      }
-      this.groupKeys[g] = keys;
-      this.groupValues[g] = values;
-    });
+    this.lastReported = undefined;
+    this.concatenated = undefined;
+    changed.forEach((keys, g) => this.repack(g, keys.sort(), map));
   }
 
-  concat(): { keys: Key[]; values: unknown[] } {
-    let n = 0;
-    for (const ks of this.groupKeys) if (ks !== undefined) n += ks.length;
-    const keys: Key[] = new Array(n);
-    const values: unknown[] = new Array(n);
-    let j = 0;
-    for (let g = 0; g < this.groupKeys.length; g++) {
-      const ks = this.groupKeys[g];
-      if (ks === undefined) continue;
-      const vs = this.groupValues[g] as V[];
-      for (let i = 0; i < ks.length; i++, j++) {
-        keys[j] = ks[i] as Key;
-        values[j] = vs[i];
+  /** One group again: the `changed` keys (sorted) packed anew or dropped, the runs between them copied. */
+  private repack(g: number, changed: readonly Key[], map: ReadonlyMap<Key, V>): void {
+    const old = this.groups[g];
+    const oldKeys = old?.keys ?? NO_KEYS;
+    const oldBytes = old?.bytes ?? NO_BYTES;
+    const oldOffsets = old?.offsets ?? NO_OFFSETS;
+    // First the changed keys' places and new bytes, so that the group is written in one exact allocation.
+    const at = new Int32Array(changed.length);
+    const pieces: Array<Uint8Array | undefined> = new Array(changed.length);
+    let structural = false;
+    let size = oldBytes.byteLength;
+    let count = oldKeys.length;
+    for (let c = 0; c < changed.length; c++) {
+      const k = changed[c] as Key;
+      const i = indexOf(oldKeys, k);
+      at[c] = i;
+      const v = map.get(k);
+      if (i >= 0) {
+        size -= (oldOffsets[i + 1] as number) - (oldOffsets[i] as number);
+        count--;
       }
+      if (v !== undefined) {
+        const p = packValue(this.stored(v)).slice();
+        pieces[c] = p;
+        size += p.byteLength;
+        count++;
+      }
+      if (i >= 0 !== (v !== undefined)) structural = true;
     }
-    return { keys, values };
+    const keys: Key[] | undefined = structural ? new Array<Key>(count) : undefined;
+    const bytes = new Uint8Array(size);
+    const offsets = new Int32Array(count + 1);
+    let n = 0;
+    let pos = 0;
+    let i = 0;
+    const copyRun = (end: number): void => {
+      if (end <= i) return;
+      const from = oldOffsets[i] as number;
+      bytes.set(oldBytes.subarray(from, oldOffsets[end]), pos);
+      const shift = pos - from;
+      for (let j = i; j < end; j++) {
+        if (keys !== undefined) keys[n] = oldKeys[j] as Key;
+        offsets[++n] = (oldOffsets[j + 1] as number) + shift;
+      }
+      pos = offsets[n] as number;
+    };
+    for (let c = 0; c < changed.length; c++) {
+      const k = changed[c] as Key;
+      const found = at[c] as number;
+      // Old keys before k (an absent k's place is where the search stopped: the next greater key).
+      let end = i;
+      if (found >= 0) end = found;
+      else while (end < oldKeys.length && (oldKeys[end] as Key) < k) end++;
+      copyRun(end);
+      i = found >= 0 ? found + 1 : end;
+      const p = pieces[c];
+      if (p === undefined) continue;
+      bytes.set(p, pos);
+      pos += p.byteLength;
+      if (keys !== undefined) keys[n] = k;
+      offsets[++n] = pos;
+    }
+    copyRun(oldKeys.length);
+    if (keys !== undefined) this.concatenatedKeys = undefined;
+    const groupKeys = keys ?? oldKeys;
+    this.groups[g] = { keys: groupKeys, packedKeys: keys !== undefined || old === undefined ? packValues(groupKeys) : old.packedKeys, bytes, offsets };
   }
+
+  concat(): PackedColumns {
+    if (this.concatenated !== undefined) return this.concatenated;
+    const packedKeys: Uint8Array[] = [];
+    const packed: Uint8Array[] = [];
+    let n = 0;
+    for (const group of this.groups) {
+      if (group === undefined || group.keys.length === 0) continue;
+      packedKeys.push(group.packedKeys);
+      packed.push(group.bytes);
+      n += group.keys.length;
+    }
+    let keys = this.concatenatedKeys;
+    if (keys === undefined) {
+      keys = new Array<Key>(n);
+      let j = 0;
+      for (const group of this.groups) if (group !== undefined) for (const k of group.keys) keys[j++] = k;
+      this.concatenatedKeys = keys;
+    }
+    this.concatenated = { keys, packedKeys, packed };
+    return this.concatenated;
+  }
+}
+
+/** Packed values joined into one group: the bytes and where each value starts. */
+function joined(pieces: readonly Uint8Array[]): { bytes: Uint8Array; offsets: Int32Array } {
+  let size = 0;
+  for (const p of pieces) size += p.byteLength;
+  const bytes = new Uint8Array(size);
+  const offsets = new Int32Array(pieces.length + 1);
+  let pos = 0;
+  pieces.forEach((p, i) => {
+    bytes.set(p, pos);
+    pos += p.byteLength;
+    offsets[i + 1] = pos;
+  });
+  return { bytes, offsets };
 }
 
 /**
@@ -367,20 +546,21 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return tablesFromSnapshot(this.snapshotColumns(maxParallelism));
   }
 
-  snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM): ColumnarTableSnapshot[] {
+  snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM): Array<PackedTableSnapshot | ColumnarTableSnapshot> {
     const names = [...this.byName.keys()].sort();
     // An operator's tables mostly hold the same keys: a table over exactly the previous table's
     // keys does not list them again.
     let previous: Key[] | undefined;
     return names.map((name) => {
       const t = this.byName.get(name) as StateTable<unknown>;
-      let keys: Key[];
-      let values: unknown[];
-      if (t instanceof HeapStateTable) ({ keys, values } = t.snapshotColumns(maxParallelism));
-      else {
-        keys = sortedByKeyGroup(t.keys(), maxParallelism);
-        values = keys.map((k) => t.get(k));
+      if (t instanceof HeapStateTable) {
+        const { keys, packedKeys, packed } = t.snapshotColumns(maxParallelism);
+        const same = previous !== undefined && (previous === keys || sameKeys(previous, keys));
+        if (!same) previous = keys;
+        return { name, kind: t.kind, packedKeys: same ? null : packedKeys, packed };
       }
+      const keys = sortedByKeyGroup(t.keys(), maxParallelism);
+      const values = keys.map((k) => t.get(k));
       if (t.kind === "map") for (let i = 0; i < values.length; i++) values[i] = flatten(values[i] as Map<string, unknown>);
       const same = previous !== undefined && sameKeys(previous, keys);
       if (!same) previous = keys;

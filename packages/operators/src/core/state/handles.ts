@@ -167,7 +167,10 @@ export class PlainValueState<T> implements ValueState<T> {
   update(value: T): void {
     if (value === undefined) throw new Error(`node "${this.scope.nodeId}": value state "${this.table.name}" cannot hold undefined; call clear() instead`);
     const k = currentKey(this.scope, this.table.name);
-    if (this.byReference && value === this.lastValue && k === this.lastKey) return;
+    if (this.byReference && value === this.lastValue && k === this.lastKey) {
+      this.table.changedInPlace?.(k);
+      return;
+    }
     this.table.put(k, value);
     this.lastKey = k;
     this.lastValue = value;
@@ -331,7 +334,8 @@ export class TtlValueState<T> extends TtlHandle<TtlEntry<T>> implements ValueSta
     } else {
       e.v = value;
       e.t = restamp(e.t, this.scope);
-      if (!this.byReference) this.table.put(k, e);
+      if (this.byReference) this.table.changedInPlace?.(k);
+      else this.table.put(k, e);
     }
   }
   clear(): void {

@@ -4,7 +4,20 @@ import { z } from "zod";
 import { OperatorTestHarness } from "../../testing";
 import { listState, mapState, valueState, type JsonObject, type JsonValue, type ListState, type MapState, type StateTtlConfig, type ValueState } from "../api";
 import { defineOperator } from "../spec";
-import { HeapKeyedStateBackend, tablesFromSnapshot } from "./backend";
+import { packValue, packValues, unpackValues } from "../snapshot-codec";
+import { HeapKeyedStateBackend, tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot } from "./backend";
+
+/** A heap table's values in a snapshot, its key groups' chunks joined (tables not adopted by their operator are packed). */
+function packedOf(t: ColumnarTableSnapshot | PackedTableSnapshot | undefined): Uint8Array {
+  if (t === undefined || !("packed" in t)) throw new Error("expected a packed column");
+  return Buffer.concat(t.packed);
+}
+
+/** A packed table's keys (null: those of the table before). */
+function keysOf(t: ColumnarTableSnapshot | PackedTableSnapshot): unknown[] | null {
+  if (!("packed" in t)) return t.keys;
+  return t.packedKeys === null ? null : t.packedKeys.flatMap((c) => unpackValues(c));
+}
 
 /**
  * A scriptable operator: each record is a command on the key's state ({ cmd, v?, mk? }); reads are
@@ -279,33 +292,50 @@ describe("HeapKeyedStateBackend", () => {
     expect(c.table<Map<string, number>>("m", "map").get("x")).toBeUndefined();
   });
 
-  it("keeps each table's snapshot order between snapshots: after any puts and deletes it equals a fresh backend's", () => {
-    // The order is updated from the keys added and deleted since the last snapshot (SnapshotOrder);
-    // a backend filled with the same final state from scratch sorts every key: both must agree.
+  it("keeps each table's packed columns between snapshots: after any puts, deletes and in-place changes they are a fresh backend's bytes", () => {
+    // The columns are updated from the keys written, deleted or changed in place since the last
+    // snapshot (SnapshotColumns); a backend filled with the same final state from scratch packs
+    // every value: both must give the same keys and bytes.
     const op = fc.oneof(
-      fc.record({ t: fc.constant("put" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 12 }), v: fc.integer() }),
-      fc.record({ t: fc.constant("delete" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 12 }) }),
+      fc.record({ t: fc.constant("put" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
+      fc.record({ t: fc.constant("mutate" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
+      fc.record({ t: fc.constant("delete" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }) }),
       fc.record({ t: fc.constant("snapshot" as const) }),
     );
+    type Stored = { n: number; tag: string };
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300, size: "max" }), fc.constantFrom(4, 128), (ops, maxP) => {
         const be = new HeapKeyedStateBackend();
         const model = { a: new Map<string, number>(), b: new Map<string, number>() };
-        for (const name of ["a", "b"] as const) be.table<number>(name, "value");
+        const tables = { a: be.table<Stored>("a", "value"), b: be.table<Map<string, Stored>>("b", "map") };
         const check = () => {
           const fresh = new HeapKeyedStateBackend();
-          for (const name of ["a", "b"] as const) fresh.table<number>(name, "value");
-          for (const name of ["a", "b"] as const) for (const [k, v] of [...model[name]].reverse()) fresh.table<number>(name, "value").put(k, v);
-          expect(JSON.stringify(be.snapshot(maxP))).toBe(JSON.stringify(fresh.snapshot(maxP)));
+          const fa = fresh.table<Stored>("a", "value");
+          const fb = fresh.table<Map<string, Stored>>("b", "map");
+          for (const [k, v] of [...model.a].reverse()) fa.put(k, { n: v, tag: `t${v % 7}` });
+          for (const [k, v] of [...model.b].reverse()) fb.put(k, new Map([["m", { n: v, tag: `t${v % 7}` }]]));
+          const got = be.snapshotColumns(maxP);
+          const want = fresh.snapshotColumns(maxP);
+          expect(got.map((t) => [t.name, keysOf(t)])).toEqual(want.map((t) => [t.name, keysOf(t)]));
+          got.forEach((t, i) => expect(Buffer.from(packedOf(t)).equals(Buffer.from(packedOf(want[i])))).toBe(true));
         };
         for (const o of ops) {
+          const k = `k${o.t === "snapshot" ? 0 : o.key}`;
           if (o.t === "snapshot") check();
-          else if (o.t === "put") {
-            be.table<number>(o.table, "value").put(`k${o.key}`, o.v);
-            model[o.table].set(`k${o.key}`, o.v);
+          else if (o.t === "delete") {
+            tables[o.table].delete(k);
+            model[o.table].delete(k);
+          } else if (o.t === "put" || !model[o.table].has(k)) {
+            const v = o.v;
+            if (o.table === "a") tables.a.put(k, { n: v, tag: `t${v % 7}` });
+            else tables.b.put(k, new Map([["m", { n: v, tag: `t${v % 7}` }]]));
+            model[o.table].set(k, v);
           } else {
-            be.table<number>(o.table, "value").delete(`k${o.key}`);
-            model[o.table].delete(`k${o.key}`);
+            // The by-reference handles' pattern: the stored object changed in place, then reported.
+            const stored = o.table === "a" ? tables.a.get(k) : tables.b.get(k)?.get("m");
+            Object.assign(stored as Stored, { n: o.v, tag: `t${o.v % 7}` });
+            tables[o.table].changedInPlace?.(k);
+            model[o.table].set(k, o.v);
           }
         }
         check();
@@ -324,6 +354,44 @@ describe("HeapKeyedStateBackend", () => {
     expect(be.snapshot()).toEqual(fresh.snapshot());
   });
 
+  it("with verification on (the unit tests), a stored object changed in place behind its back fails the snapshot, naming the state and key", () => {
+    const be = new HeapKeyedStateBackend();
+    const t = be.table<{ n: number }>("acc", "value");
+    t.put("card-1", { n: 1 });
+    t.put("card-2", { n: 2 });
+    const held = t.get("card-2") as { n: number };
+    be.snapshotColumns(128);
+    // A read counts as a change (the reader may change the object in place)...
+    (t.get("card-1") as { n: number }).n = 5;
+    (t.get("card-1") as { n: number }).n = 1;
+    expect(be.snapshotColumns(128)).toHaveLength(1);
+    // ...but a reference kept across a snapshot is behind the table's back.
+    held.n = 3;
+    expect(() => be.snapshotColumns(128)).toThrow(/state "acc": the kept snapshot columns differ from the state at key "card-2"/);
+    t.changedInPlace?.("card-2");
+    const [acc] = be.snapshotColumns(128);
+    expect(tablesFromSnapshot([acc!])[0]?.entries.sort()).toEqual([
+      ["card-1", { n: 1 }],
+      ["card-2", { n: 3 }],
+    ]);
+  });
+
+  it("packs a column as its values packed one by one, and reads it back", () => {
+    // msgpackr's reader renames an object key "__proto__" to "__proto_" (its guard against prototype
+    // pollution) in every snapshot form, so such a key does not survive a restore: a known
+    // limitation, older than the packed form, left out here.
+    const field = fc.string().filter((k) => k !== "__proto__");
+    const value = fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.string(), fc.constant(null), fc.boolean(), fc.array(fc.integer()), fc.dictionary(field, fc.integer()));
+    fc.assert(
+      fc.property(fc.array(value, { maxLength: 70 }), (values) => {
+        const one = Buffer.concat(values.map((v) => Buffer.from(packValue(v))));
+        const packed = packValues(values);
+        expect(Buffer.from(packed).equals(one)).toBe(true);
+        expect(unpackValues(packed)).toEqual(values.map((v) => (Object.is(v, -0) ? 0 : v)));
+      }),
+    );
+  });
+
   it("snapshots in columns, listing keys once for tables over the same keys, and reads the older pairs form back alike", () => {
     const be = new HeapKeyedStateBackend();
     for (const k of ["x", "y", "z"]) {
@@ -332,19 +400,23 @@ describe("HeapKeyedStateBackend", () => {
     }
     be.table<number>("other", "value").put("x", 7);
     const columns = be.snapshotColumns(128);
-    expect(columns.map((t) => [t.name, t.keys === null ? null : t.keys.length])).toEqual([
+    expect(columns.map((t) => [t.name, keysOf(t)?.length ?? null])).toEqual([
       ["count", 3],
       ["m", null],
       ["other", 1],
     ]);
-    expect(columns[1]?.values[0]).toEqual(["p", 1, "q", 2]);
+    expect(unpackValues(packedOf(columns[1]))[0]).toEqual(["p", 1, "q", 2]);
     const pairs = tablesFromSnapshot(columns);
     expect(pairs).toEqual(be.snapshot(128));
     expect(pairs[1]?.entries[0]?.[1]).toEqual([["p", 1], ["q", 2]]);
+    // The columnar form with its values not packed (adopted tables, and snapshots before the packed form) reads back alike.
+    expect(tablesFromSnapshot(columns.map((t) => ({ name: t.name, kind: t.kind, keys: keysOf(t) as string[] | null, values: unpackValues(packedOf(t)) })))).toEqual(pairs);
     // A snapshot written in the pairs form (before the columnar one) restores as it did.
     const restored = new HeapKeyedStateBackend();
     restored.restore(tablesFromSnapshot(pairs));
-    expect(JSON.stringify(restored.snapshotColumns(128))).toBe(JSON.stringify(columns));
+    const again = restored.snapshotColumns(128);
+    expect(again.map((t) => [t.name, t.kind, keysOf(t)])).toEqual(columns.map((t) => [t.name, t.kind, keysOf(t)]));
+    again.forEach((t, i) => expect(Buffer.from(packedOf(t)).equals(Buffer.from(packedOf(columns[i])))).toBe(true));
     expect(() => tablesFromSnapshot([{ name: "t", kind: "value", keys: ["a"], values: [1, 2] }])).toThrow(/state "t": the snapshot lists 1 keys for 2 values/);
   });
 
