@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { JsonObject } from "../../core/api";
+import type { JsonObject, StreamRecord } from "../../core/api";
 import { OperatorTestHarness, type HarnessOutput } from "../../testing/harness";
 import { canonicalJson } from "../shared/fields";
 import { NUM_RUNS, arrivalOrder, byKey, eventsArb, feed, jittersArb, ofKey, ofPort, run, runWithRestore, type TestEvent } from "../shared/test-support";
@@ -286,6 +286,34 @@ describe("velocity (ordered): heap storage and handle storage", () => {
         const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
         expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
         expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("processBatch (the records between two watermarks in one call) emits what processElement does, late records included, on both storages", () => {
+    // The watermark trails the arrivals by BOUND, but records arrive up to 2 × BOUND late, so some are late.
+    const batched = (params: { threshold: number; windowMs: number }, arrivals: readonly TestEvent[], opts: typeof keyed): HarnessOutput[] => {
+      const h = OperatorTestHarness.forSpec(velocitySpec, params, opts);
+      const records: StreamRecord[] = arrivals.map((e) => ({ value: e.value, timestamp: e.ts, key: e.key }));
+      let max = Number.NEGATIVE_INFINITY;
+      let from = 0;
+      records.forEach((r, i) => {
+        if (r.timestamp > max) {
+          max = r.timestamp;
+          h.host.processBatch(records, from, i + 1);
+          from = i + 1;
+          h.processWatermark(max - BOUND - 1);
+        }
+      });
+      h.host.processBatch(records, from, records.length);
+      h.endOfInput();
+      return h.output();
+    };
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(2 * BOUND), (events, params, jitters) => {
+        const arrivals = arrivalOrder(events, jitters, 2 * BOUND);
+        for (const opts of [keyed, serializing]) expect(batched(params, arrivals, opts)).toEqual(run(velocitySpec, params, arrivals, BOUND, opts));
       }),
       { numRuns: NUM_RUNS },
     );
