@@ -26,12 +26,9 @@ export function decodeSnapshot(bytes: Uint8Array): unknown {
   return unpackr.unpack(bytes);
 }
 
-/**
- * One value's bytes in a packed column, valid until the next call of packValue or packValues (a
- * view of the packer's buffer: copy it before packing again).
- */
+/** One value's bytes in a packed column (a fresh array: the packer's own buffer is a Node Buffer it writes on into). */
 export function packValue(value: unknown): Uint8Array {
-  return valuePackr.pack(value);
+  return new Uint8Array(valuePackr.pack(value));
 }
 
 /** The concatenation of packValue(v) for each value (a fresh array). */

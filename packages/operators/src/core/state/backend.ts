@@ -322,7 +322,7 @@ class SnapshotColumns<V = unknown> {
       if (keys.length > 1) keys.sort();
       const values: unknown[] = new Array(keys.length);
       for (let i = 0; i < keys.length; i++) values[i] = this.stored(map.get(keys[i] as Key) as V);
-      const pieces = values.map((v) => packValue(v).slice());
+      const pieces = values.map((v) => packValue(v));
       this.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
     });
   }
@@ -379,7 +379,7 @@ class SnapshotColumns<V = unknown> {
         count--;
       }
       if (v !== undefined) {
-        const p = packValue(this.stored(v)).slice();
+        const p = packValue(this.stored(v));
         pieces[c] = p;
         size += p.byteLength;
         count++;
