@@ -10,14 +10,17 @@
 // so the heap backend keeps them from one checkpoint to the next and packs again only the values
 // written since (backend.ts, SnapshotColumns): packing every value of a large state at every
 // checkpoint was most of a checkpoint's time, and it grew with the state, not with the change.
-import { Packr, Unpackr } from "msgpackr";
+import { Packr, RESET_BUFFER_MODE, Unpackr } from "msgpackr";
 
 const packr = new Packr({ useRecords: true, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
 const valuePackr = new Packr({ useRecords: false, variableMapSize: true });
 
 export function encodeSnapshot(value: unknown): Uint8Array {
-  const buf = packr.pack(value);
+  // RESET_BUFFER_MODE: the packer writes the next snapshot over this one's bytes (copied out below)
+  // instead of moving on through its buffer and allocating a new one of the snapshot's size once it
+  // is used up; large fresh buffers count against V8's external memory and trigger full collections.
+  const buf = packr.pack(value, RESET_BUFFER_MODE);
   // A plain Uint8Array copy: callers store or compare bytes; Node's Buffer pool must not leak out.
   return new Uint8Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
 }
