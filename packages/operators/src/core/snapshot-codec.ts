@@ -8,8 +8,9 @@
 // Keyed state values are the exception: a table's values are packed one by one, without records,
 // and concatenated (packValue, packValues). A value's bytes then do not depend on its neighbours,
 // so the heap backend keeps them from one checkpoint to the next and packs again only the values
-// written since (backend.ts, SnapshotColumns): packing every value of a large state at every
-// checkpoint was most of a checkpoint's time, and it grew with the state, not with the change.
+// read, written or deleted since (backend.ts, SnapshotColumns): packing every value of a large
+// state at every checkpoint was most of a checkpoint's time, and it grew with the state, not with
+// the change.
 import { Packr, RESET_BUFFER_MODE, Unpackr } from "msgpackr";
 
 const packr = new Packr({ useRecords: true, variableMapSize: true });
