@@ -68,6 +68,7 @@ describe("LocalJob", () => {
     job.pushRaw("pay", '{"card":"a","ts":"1970-01-01T00:00:00.004Z"}', { partition: 0, line: 7 });
     job.pushRaw("pay", '{"card":"a","ts":5,"meta":[{"__proto__":{"admin":true}}]}', { partition: 0, line: 8 });
     job.pushRaw("pay", '{"card":"a","ts":6,"note":"__proto__ in a value is fine"}', { partition: 0, line: 9 });
+    job.pushRaw("pay", '{"card":"a","ts":7,"\\u005f_proto__":{"admin":true}}', { partition: 0, line: 10 });
     const es = job.drain();
     const dl = es.filter((e) => e.kind === "deadLetter");
     expect(dl.map((e) => (e.kind === "deadLetter" ? e.reason : ""))).toEqual([
@@ -78,13 +79,14 @@ describe("LocalJob", () => {
       'source "pay" (partition 0, line 5): the record is not valid UTF-8',
       'node "byCard": field "card" is missing; records without a key cannot be keyed (filter them out first)',
       'source "pay" (partition 0, line 8): the record has a field named "__proto__" ($.meta[0].__proto__), which Keyflow does not accept: it could not be checkpointed and restored unchanged',
+      'source "pay" (partition 0, line 10): the record has a field named "__proto__" ($.__proto__), which Keyflow does not accept: it could not be checkpointed and restored unchanged',
     ]);
     expect(dl[0]).toMatchObject({ raw: "{not json", origin: { sourceNodeId: "pay", path: "pay.jsonl", line: 1, partition: 0 } });
     expect(dl[5]).toMatchObject({ nodeId: "byCard", port: "errors", value: { ts: 1 } });
     expect(dl[6]).toMatchObject({ raw: '{"card":"a","ts":5,"meta":[{"__proto__":{"admin":true}}]}' });
     job.endOfInput("pay");
     expect(sinkValues(job.drain(), "out")).toEqual([{ key: "a", windowStart: 0, windowEnd: 10, value: 2 }]);
-    expect(job.metrics().pay).toMatchObject({ recordsIn: 9, recordsOut: 3, deadLetters: 6 });
+    expect(job.metrics().pay).toMatchObject({ recordsIn: 10, recordsOut: 3, deadLetters: 7 });
   });
 
   it("computes the source watermark per partition (min over non-idle partitions), after each record", () => {

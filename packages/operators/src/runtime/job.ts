@@ -249,7 +249,9 @@ export class LocalJob {
       this.sourceDeadLetter(src, origin, `is not valid JSON (${(e as Error).message})`, text);
       return;
     }
-    const proto = text.includes("__proto__") ? protoFieldPath(value, "") : undefined;
+    // A key written with escapes ("\u005f_proto__") parses to the same field: look whenever the text
+    // has an escape at all (a walk of the parsed record, only for those).
+    const proto = text.includes("__proto__") || text.includes("\\u") ? protoFieldPath(value, "") : undefined;
     if (proto !== undefined) {
       // JSON.parse keeps "__proto__" as an own field, but MessagePack readers (snapshots) rename it
       // to keep it from setting a prototype: held in state, the record would come back from a
