@@ -41,6 +41,9 @@ function jsonAt(v: unknown, path: string, depth = 0): JsonValue {
     return v as JsonValue[];
   }
   if (isRecord(v)) {
+    // JSON.parse keeps "__proto__" as an own field, which a snapshot's reader renames: a record
+    // with one could not be checkpointed and restored unchanged (sources refuse such records too).
+    if (Object.prototype.hasOwnProperty.call(v, "__proto__")) return fail(`${path}.__proto__`, 'a field named "__proto__", which Keyflow does not accept: it could not be checkpointed and restored unchanged');
     for (const k of Object.keys(v)) jsonAt(v[k], `${path}.${k}`, depth + 1);
     return v as JsonObject;
   }
