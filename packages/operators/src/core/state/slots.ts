@@ -202,7 +202,7 @@ export class KeySlots {
 
   /** Heap bytes of the lookup itself and its keys (not the owner's columns). */
   bytes(): number {
-    return this.positions.byteLength + this.hashLen.byteLength + 4 * this.keyOf.length + 8 * this.freeCount + this.keyBytes;
+    return this.positions.byteLength + this.hashLen.byteLength + 4 * this.keyOf.length + this.free.byteLength + this.keyBytes;
   }
 
   private place(h: number, slot: number): void {

@@ -49,6 +49,8 @@ export class SlicedWindowOperator implements Operator {
   private readonly scratch: Slot[];
   /** A slice's worth of zeros (stride slots), never written: what a new slice is grown from. */
   private readonly pad: Slot[];
+  /** The pad without its first slot (the slice start): what a splice inserts after it. */
+  private readonly padTail: Slot[];
   /** processBatch's lookups, by position in the batch. */
   private readonly found: Array<SliceState | undefined> = [];
   /** What processBatch's lookups read, kept so that the compiler keeps the reads. */
@@ -80,6 +82,7 @@ export class SlicedWindowOperator implements Operator {
     this.stride = 1 + this.agg.width;
     this.scratch = new Array<Slot>(this.agg.width).fill(0);
     this.pad = new Array<Slot>(this.stride).fill(0);
+    this.padTail = this.pad.slice(1);
   }
 
   open(ctx: RuntimeContext): void {
@@ -173,7 +176,7 @@ export class SlicedWindowOperator implements Operator {
         // A new array of the exact size rather than splice, whose growth slack would triple the
         // bytes per key: with 100 k keys, compact state is what stays in cache. The copy is
         // O(slices), so keys with many slices grow in place (their slack is relatively small).
-        if (st.length > COMPACT_UP_TO) st.splice(j, 0, s, ...this.pad.slice(1));
+        if (st.length > COMPACT_UP_TO) st.splice(j, 0, s, ...this.padTail);
         else {
           // One allocation of the exact size (concat with a shared pad), then the older slices
           // shifted up in place: slicing the head and tail and concatenating them made four
