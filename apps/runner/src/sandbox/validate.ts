@@ -1,7 +1,7 @@
 // The isolate's answers are untrusted input: the user's code runs in the same realm as the
 // prelude and can make it report anything. Everything is checked here, field by field, before
 // the runner sees it; anything unexpected is an `invalid-output` error, never a crash.
-import type { JsonObject, JsonValue } from "@keyflow/operators";
+import { PROTO_FIELD_REFUSAL, type JsonObject, type JsonValue } from "@keyflow/operators";
 import type { Effects, Emitted, SideEmitted, StateCell, StateTouch, StateUpdate, TimerUpdate } from "./types";
 
 export class InvalidEffects extends Error {}
@@ -41,9 +41,8 @@ function jsonAt(v: unknown, path: string, depth = 0): JsonValue {
     return v as JsonValue[];
   }
   if (isRecord(v)) {
-    // JSON.parse keeps "__proto__" as an own field, which a snapshot's reader renames: a record
-    // with one could not be checkpointed and restored unchanged (sources refuse such records too).
-    if (Object.prototype.hasOwnProperty.call(v, "__proto__")) return fail(`${path}.__proto__`, 'a field named "__proto__", which Keyflow does not accept: it could not be checkpointed and restored unchanged');
+    // As sources refuse such records (see PROTO_FIELD_REFUSAL).
+    if (Object.prototype.hasOwnProperty.call(v, "__proto__")) return fail(`${path}.__proto__`, `a field named "__proto__", ${PROTO_FIELD_REFUSAL}`);
     for (const k of Object.keys(v)) jsonAt(v[k], `${path}.${k}`, depth + 1);
     return v as JsonObject;
   }

@@ -17,6 +17,13 @@ const packr = new Packr({ useRecords: true, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true });
 const valuePackr = new Packr({ useRecords: false, variableMapSize: true });
 
+/**
+ * Why a record with a field named "__proto__" is refused wherever records enter (sources, the
+ * sandbox's answers): JSON.parse keeps it as an own field, but the snapshot reader renames it (its
+ * guard against prototype pollution), so such a record held in state would come back changed.
+ */
+export const PROTO_FIELD_REFUSAL = "which Keyflow does not accept: it could not be checkpointed and restored unchanged";
+
 export function encodeSnapshot(value: unknown): Uint8Array {
   // RESET_BUFFER_MODE: the packer writes the next snapshot over this one's bytes (copied out below)
   // instead of moving on through its buffer and allocating a new one of the snapshot's size once it

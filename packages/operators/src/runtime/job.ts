@@ -8,7 +8,7 @@ import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
 import type { OperatorServices, OperatorSpec } from "../core/spec";
 import type { KeyedStateBackend } from "../core/state";
-import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
+import { decodeSnapshot, encodeSnapshot, PROTO_FIELD_REFUSAL } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
 import type { PipelineDocument } from "../pipeline/document";
 import { validatePipeline } from "../pipeline/validate";
@@ -253,11 +253,9 @@ export class LocalJob {
     // has an escape at all (a walk of the parsed record, only for those).
     const proto = text.includes("__proto__") || text.includes("\\u") ? protoFieldPath(value, "") : undefined;
     if (proto !== undefined) {
-      // JSON.parse keeps "__proto__" as an own field, but MessagePack readers (snapshots) rename it
-      // to keep it from setting a prototype: held in state, the record would come back from a
-      // checkpoint changed. Refused whole, with its bytes, rather than altered.
+      // Refused whole, with its bytes, rather than altered (see PROTO_FIELD_REFUSAL).
       src.recordsIn++;
-      this.sourceDeadLetter(src, origin, `has a field named "__proto__" (${proto}), which Keyflow does not accept: it could not be checkpointed and restored unchanged`, text);
+      this.sourceDeadLetter(src, origin, `has a field named "__proto__" (${proto}), ${PROTO_FIELD_REFUSAL}`, text);
       return;
     }
     this.pushParsed(src, value, origin, text);

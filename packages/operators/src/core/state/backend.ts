@@ -285,7 +285,7 @@ interface PackedGroup {
 }
 
 /** A table's snapshot as SnapshotColumns keeps it: the keys in order and the per-group chunks. */
-export interface PackedColumns {
+interface PackedColumns {
   keys: Key[];
   packedKeys: Uint8Array[];
   packed: Uint8Array[];
