@@ -149,8 +149,13 @@ describe("window operators against the reference model", () => {
     fc.assert(
       fc.property(arb, ({ c, ooo, events }) => {
         const inOrder = [...events].sort((a, b) => a[0].ts - b[0].ts).map(([e]) => e);
-        // Arrival at ts + delay (delay <= ooo): never late, yet out of order.
-        const shuffled = events.map(([e, d], i) => ({ e, at: e.ts + d, i })).sort((a, b) => a.at - b.at || a.i - b.i).map((x) => x.e);
+        // A session fires at watermark end - 1, and a record at exactly its end touches it (they merge,
+        // as in Flink). Such a record is not late, so it can arrive after the session fired, and then it
+        // starts a new session: arrival order matters there, in Flink too (seed -771582641). Sessions
+        // get one millisecond less delay, which keeps that record from arriving so late.
+        const bound = c.windows.kind === "session" ? Math.max(0, ooo - 1) : ooo;
+        // Arrival at ts + delay (delay <= bound): never late, yet out of order.
+        const shuffled = events.map(([e, d], i) => ({ e, at: e.ts + Math.min(d, bound), i })).sort((a, b) => a.at - b.at || a.i - b.i).map((x) => x.e);
         const a = engineRun(c, ooo, inOrder);
         expect(engineRun(c, ooo, shuffled)).toEqual(a);
         expect(a.every((o) => o.port === "out")).toBe(true);
