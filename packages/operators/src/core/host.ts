@@ -469,6 +469,11 @@ export class OperatorHost {
 
   // ---- snapshot / restore --------------------------------------------------------------------
 
+  /** Packs the keyed state changed since the last snapshot now, ahead of the next (see KeyedStateBackend.materialize). */
+  materialize(): void {
+    this.backend.materialize?.(this.maxParallelism);
+  }
+
   /** Everything needed to continue exactly: keyed state, timers, watermarks, operator state, counters. */
   snapshot(): Uint8Array {
     const snap: HostSnapshot = {

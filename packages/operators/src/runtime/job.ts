@@ -521,6 +521,16 @@ export class LocalJob {
   // ---- snapshot, metrics ---------------------------------------------------------------------------
 
   /**
+   * Packs the state changed since the last snapshot now, so that the next snapshot packs only what
+   * changes after this call: a runner calls it while it waits for input, taking that work off the
+   * checkpoint's synchronous part (the exactly-once sinks commit only after it). Changes no output
+   * and no snapshot's content.
+   */
+  materialize(): void {
+    for (const host of this.hosts.values()) host.materialize();
+  }
+
+  /**
    * The whole job's state: every operator's snapshot and every source's partition watermarks.
    * Emissions not yet drained are not part of it: drain (and write them) before snapshotting.
    */

@@ -159,6 +159,12 @@ export interface KeyedStateBackend {
   restore(tables: readonly TableSnapshot[], keep?: (key: Key) => boolean): void;
   /** Optional: snapshot() in the packed or columnar form, built without a pair per entry (what the host encodes when present). */
   snapshotColumns?(maxParallelism?: number): Array<PackedTableSnapshot | ColumnarTableSnapshot>;
+  /**
+   * Optional, heap backends: packs now what changed since the last snapshot, so that the next one
+   * has less to pack (Flink's changelog backend materializes state in the background for the same
+   * reason). The runner calls it while the job waits for input; it changes no snapshot's content.
+   */
+  materialize?(maxParallelism?: number): void;
   stats(): StateBackendStats;
   /**
    * Optional, heap backends only: keep `table` as the state of its name, by reference, in the
@@ -225,6 +231,12 @@ class HeapStateTable<V> implements StateTable<V> {
   entries(): IterableIterator<[Key, V]> {
     return this.map.entries();
   }
+  /** Packs the values changed since the last snapshot into its kept columns (see KeyedStateBackend.materialize). */
+  materialize(maxParallelism: number): void {
+    const columns = this.columns;
+    if (columns !== undefined && columns.maxParallelism === maxParallelism && !columns.stale) columns.update(this.map);
+  }
+
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
   snapshotColumns(maxParallelism: number): PackedColumns {
     if (this.columns === undefined || this.columns.maxParallelism !== maxParallelism || this.columns.stale) {
@@ -252,6 +264,11 @@ let verifyKeptColumns = false;
  */
 export function setKeptColumnsVerification(on: boolean): void {
   verifyKeptColumns = on;
+}
+
+/** Whether the check is on (a runner passes it on to its worker threads, whose modules start with it off). */
+export function keptColumnsVerification(): boolean {
+  return verifyKeptColumns;
 }
 
 /** The first key whose entry differs between two packed column sets, or undefined when they are equal. */
@@ -544,6 +561,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   snapshot(maxParallelism = DEFAULT_MAX_PARALLELISM): TableSnapshot[] {
     return tablesFromSnapshot(this.snapshotColumns(maxParallelism));
+  }
+
+  materialize(maxParallelism = DEFAULT_MAX_PARALLELISM): void {
+    for (const t of this.byName.values()) if (t instanceof HeapStateTable) t.materialize(maxParallelism);
   }
 
   snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM): Array<PackedTableSnapshot | ColumnarTableSnapshot> {

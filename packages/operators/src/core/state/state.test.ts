@@ -292,15 +292,16 @@ describe("HeapKeyedStateBackend", () => {
     expect(c.table<Map<string, number>>("m", "map").get("x")).toBeUndefined();
   });
 
-  it("keeps each table's packed columns between snapshots: after any puts, deletes and in-place changes they are a fresh backend's bytes", () => {
+  it("keeps each table's packed columns between snapshots: after any puts, deletes, in-place changes and materializations they are a fresh backend's bytes", () => {
     // The columns are updated from the keys written, deleted or changed in place since the last
-    // snapshot (SnapshotColumns); a backend filled with the same final state from scratch packs
-    // every value: both must give the same keys and bytes.
+    // snapshot or materialization (SnapshotColumns); a backend filled with the same final state from
+    // scratch packs every value: both must give the same keys and bytes.
     const op = fc.oneof(
       fc.record({ t: fc.constant("put" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
       fc.record({ t: fc.constant("mutate" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
       fc.record({ t: fc.constant("delete" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }) }),
       fc.record({ t: fc.constant("snapshot" as const) }),
+      fc.record({ t: fc.constant("materialize" as const) }),
     );
     type Stored = { n: number; tag: string };
     fc.assert(
@@ -320,9 +321,16 @@ describe("HeapKeyedStateBackend", () => {
           got.forEach((t, i) => expect(Buffer.from(packedOf(t)).equals(Buffer.from(packedOf(want[i])))).toBe(true));
         };
         for (const o of ops) {
-          const k = `k${o.t === "snapshot" ? 0 : o.key}`;
-          if (o.t === "snapshot") check();
-          else if (o.t === "delete") {
+          if (o.t === "snapshot") {
+            check();
+            continue;
+          }
+          if (o.t === "materialize") {
+            be.materialize(maxP);
+            continue;
+          }
+          const k = `k${o.key}`;
+          if (o.t === "delete") {
             tables[o.table].delete(k);
             model[o.table].delete(k);
           } else if (o.t === "put" || !model[o.table].has(k)) {
