@@ -18,6 +18,7 @@ import { MessageChannel, type MessagePort } from "node:worker_threads";
 import {
   keyGroupOf,
   computeOperatorIndexForKeyGroup,
+  keptColumnsVerification,
   LocalJob,
   mergeJobSnapshots,
   MIN_WATERMARK,
@@ -258,6 +259,7 @@ export class ParallelExecution {
         input: toWorker.port2,
         output: fromWorker.port2,
         metricsIntervalMs: 1000,
+        verifySnapshots: keptColumnsVerification(),
       };
       const w = new Worker(WORKER_ENTRY, { workerData: init, transferList: [toWorker.port2, fromWorker.port2] });
       this.workers.push(w);

@@ -26,6 +26,8 @@ export interface SubtaskInit {
   input: MessagePort;
   output: MessagePort;
   metricsIntervalMs: number;
+  /** The tests' check of heap snapshots' kept columns (@keyflow/operators' keptColumnsVerification), on in the runner's thread. */
+  verifySnapshots: boolean;
   /** settings.stateBackend "disk": this subtask's store folder, where its chain files go, what to replay. */
   disk?: { dir: string; sharedDir: string | undefined; suffix: string; restored: { meta: DiskMetaView; dir: string } | undefined; maxParallelism: number };
 }

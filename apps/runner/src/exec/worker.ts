@@ -4,9 +4,10 @@
 // Barriers are aligned over the input channels; on alignment the subtask snapshots its state,
 // acknowledges the checkpoint to the coordinator with the bytes, and forwards the barrier.
 import { parentPort, workerData } from "node:worker_threads";
-import { LocalJob, mergeJobSnapshots, queryKeyState, type JobEmission, type NodeMetrics } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, queryKeyState, setKeptColumnsVerification, type JobEmission, type NodeMetrics } from "@keyflow/operators";
 import { CreditSender, InputGate, TimeAccount } from "./channel";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
+import { MaterializePacer } from "../job/materialize";
 import { openDiskStore } from "../state/disk-checkpoints";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, WM, type Payload, type WireMessage } from "./wire";
 
@@ -16,6 +17,7 @@ const post = (m: FromSubtask, transfer?: ArrayBuffer[]) => port.postMessage(m, t
 
 async function main(): Promise<void> {
   const { doc, input, output } = init;
+  if (init.verifySnapshots) setKeptColumnsVerification(true);
   const remote = {
     nodes: new Set(init.headNodes),
     output: {
@@ -98,6 +100,7 @@ async function main(): Promise<void> {
   const routes = init.routes;
   post({ type: "ready" });
   time.switchTo("idle");
+  const pacer = new MaterializePacer();
   for (;;) {
     const next = gate.poll();
     if (next === undefined) {
@@ -109,8 +112,19 @@ async function main(): Promise<void> {
         await flush();
         continue;
       }
+      const dueIn = pacer.dueInMs();
+      if (dueIn === 0) {
+        // Nothing to do: pack the changed state now rather than at the next barrier (../job/materialize.ts).
+        time.switchTo("busy");
+        job.materialize();
+        pacer.packed();
+        continue;
+      }
       time.switchTo("idle");
-      await new Promise<void>((resolve) => (wake = resolve));
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (dueIn !== Number.POSITIVE_INFINITY) setTimeout(wakeUp, dueIn);
+      });
       continue;
     }
     time.switchTo("busy");
@@ -134,6 +148,7 @@ async function main(): Promise<void> {
       collect(job.drain());
       await flush();
       input.postMessage({ c: 1 });
+      pacer.inputProcessed();
     } else if (next.kind === "aligned") {
       collect(job.drain());
       await flush();
@@ -141,6 +156,7 @@ async function main(): Promise<void> {
       const state = disk ? disk.referenceSnapshots(() => job.snapshot()) : job.snapshot();
       const chain = disk && init.disk?.sharedDir !== undefined ? disk.writeCheckpoint(next.id, init.disk.sharedDir, "../shared", init.disk.suffix) : undefined;
       const syncMs = performance.now() - t0;
+      pacer.packed();
       post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs, ...(chain ? { disk: chain } : {}) }, [state.buffer as ArrayBuffer]);
       out.event({ kind: "barrier", id: next.id });
     } else {

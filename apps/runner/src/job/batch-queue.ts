@@ -35,6 +35,11 @@ export class BatchQueue<T> {
     return this.items.shift();
   }
 
+  /** Items put and not yet taken. */
+  get waiting(): number {
+    return this.items.length;
+  }
+
   wake(): void {
     this.waiter?.();
   }
