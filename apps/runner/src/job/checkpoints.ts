@@ -194,9 +194,14 @@ export class DirectoryCheckpointStore implements CheckpointStore {
 
   async write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void> {
     await writeFolder(this.location, name(meta.id), `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`, async (tmp) => {
-      if (state instanceof Uint8Array) await writeSynced(path.join(tmp, "state.bin"), state);
-      else for (const t of state) if (t.state) await writeSynced(path.join(tmp, taskFile(t)), t.state);
-      await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
+      // The files at once: their fsyncs overlap (each waits for the device), and the folder is only
+      // renamed into place once all of them are durable. A checkpoint of an exactly-once job is on
+      // every alert's path: its sinks commit after this.
+      const files: Array<[string, string | Uint8Array]> = state instanceof Uint8Array ? [["state.bin", state]] : state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : []));
+      files.push(["_metadata.json", JSON.stringify(meta, null, 2) + "\n"]);
+      // Every write settled before a failure is thrown: the folder is removed then, with no write still going on in it.
+      const written = await Promise.allSettled(files.map(([file, data]) => writeSynced(path.join(tmp, file), data)));
+      for (const w of written) if (w.status === "rejected") throw w.reason;
       await this.lease.check(`checkpoint ${meta.id}`); // last, just before the rename makes it visible
     });
   }
