@@ -258,6 +258,8 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
 
   // The alert reader: read_committed, from the start of the (new) topic.
   const latencies: number[] = [];
+  /** Each measured alert's send and arrival times, for where the slowest ones' time went. */
+  const arrivals: Array<[sentAt: number, seenAt: number]> = [];
   let measureFrom = Number.POSITIVE_INFINITY;
   let lastAlertAt = Date.now();
   const consumer = kafka.consumer({ groupId: `keyflow-bench-latency-${stamp}`, readUncommitted: false, maxWaitTimeInMs: 100 });
@@ -268,9 +270,11 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
       const now = Date.now();
       lastAlertAt = now;
       for (const m of batch.messages) {
-        const alert = JSON.parse(m.value?.toString("utf8") ?? "{}") as { event?: { sentAt?: number } };
-        const sentAt = alert.event?.sentAt;
-        if (typeof sentAt === "number" && sentAt >= measureFrom) latencies.push(now - sentAt);
+        const sentAt = m.value ? sentAtOf(m.value) : undefined;
+        if (sentAt !== undefined && sentAt >= measureFrom) {
+          latencies.push(now - sentAt);
+          arrivals.push([sentAt, now]);
+        }
       }
     },
   });
@@ -324,9 +328,52 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
     for (const p of (m[2] ?? "").matchAll(/(snapshot|sinks flushed|written|committed|marked) (\d+) ms/g)) phases.set(p[1]!, [...(phases.get(p[1]!) ?? []), Number(p[2])]);
   }
   if (phases.size > 0) console.log(`  ${guarantee} p=${parallelism}: checkpoint phases (medians of ${phases.get("total")?.length ?? 0}): ${[...phases].map(([k, v]) => `${k} ${median(v)} ms`).join(", ")}`);
+  if (guarantee === "exactly-once") slowestParts(runnerLog, arrivals);
   const sorted = latencies.sort((a, b) => a - b);
   const q = (f: number) => sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))] ?? Number.NaN;
   return { p50: q(0.5), p99: q(0.99), p999: q(0.999), max: sorted[sorted.length - 1] ?? Number.NaN, alerts: sorted.length, produced: sent, rate: sent / produceSeconds };
+}
+
+const SENT_AT = Buffer.from('"sentAt":');
+
+/**
+ * The alert's event's `sentAt`, read from the bytes: an exactly-once commit makes a second's alerts
+ * (megabytes) visible at once, and parsing each whole alert in this process, beside the runner on
+ * two cores, delayed the reader by tens of milliseconds, which the latency then counted.
+ */
+function sentAtOf(value: Buffer): number | undefined {
+  const at = value.indexOf(SENT_AT);
+  if (at < 0) return undefined;
+  let n = 0;
+  let i = at + SENT_AT.length;
+  for (let c = value[i]; c !== undefined && c >= 48 && c <= 57; c = value[++i]) n = n * 10 + (c - 48);
+  return i > at + SENT_AT.length ? n : undefined;
+}
+
+/**
+ * Exactly-once, with KEYFLOW_LOG_LEVEL=debug: where the slowest 1 % of alerts spent their time. An
+ * alert becomes visible at the commit of the checkpoint after it; from the runner's debug lines
+ * (logged when a checkpoint ends, with its phases) each checkpoint's barrier (snapshot start) and
+ * commit times follow. For each slow alert: the wait from its send to that barrier, the barrier to
+ * the commit, and the commit to its arrival at the reader (the reader's fetch and parse).
+ */
+function slowestParts(runnerLog: string, arrivals: ReadonlyArray<[number, number]>): void {
+  const commits: Array<{ barrier: number; commit: number }> = [];
+  for (const m of runnerLog.matchAll(/^(\S+) debug .*checkpoint \d+ done in ([\d.]+) ms \(\d+ state bytes; snapshot (\d+) ms, sinks flushed (\d+) ms, written (\d+) ms, committed (\d+) ms/gm)) {
+    const barrier = Date.parse(m[1]!) - Number(m[2]);
+    commits.push({ barrier, commit: barrier + Number(m[3]) + Number(m[4]) + Number(m[5]) + Number(m[6]) });
+  }
+  if (commits.length === 0) return;
+  const slow = [...arrivals].sort((a, b) => b[1] - b[0] - (a[1] - a[0])).slice(0, Math.max(1, Math.floor(arrivals.length / 100)));
+  const parts = { wait: [] as number[], checkpoint: [] as number[], read: [] as number[] };
+  for (const [sentAt, seenAt] of slow) {
+    const c = commits.filter((x) => x.commit <= seenAt + 2).at(-1); // log times are whole milliseconds
+    if (c === undefined) continue;
+    parts.wait.push(c.barrier - sentAt);
+    parts.checkpoint.push(c.commit - c.barrier);
+    parts.read.push(seenAt - c.commit);
+  }
+  console.log(`  slowest 1 % (${slow.length} alerts), medians: send to barrier ${median(parts.wait)} ms, barrier to commit ${median(parts.checkpoint)} ms, commit to reader ${median(parts.read)} ms`);
 }
 
 async function latencyMain() {
