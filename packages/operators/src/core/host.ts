@@ -45,7 +45,7 @@ import {
   columnsOf,
   tablesFromSnapshot,
 } from "./state";
-import { TimerQueue, type TimerTuple } from "./timers";
+import { TimerQueue, type FiresTimerBatches, type TimerBatch, type TimerTuple } from "./timers";
 
 /** Where a host's output goes: one call per emitted record, in emission order. */
 export type HostEmit = (port: string, value: JsonObject, timestamp: number, key: Key | undefined) => void;
@@ -394,13 +394,35 @@ export class OperatorHost {
     }
     const ctx = this.ctx;
     const eventTime = domain === "event";
+    // An operator that fires a time's timers in one pass takes each event-time bucket whole.
+    const onEventTimers = eventTime ? (op as Partial<FiresTimerBatches>).onEventTimers : undefined;
+    const fireBatch = onEventTimers === undefined ? undefined : (batch: TimerBatch) => onEventTimers.call(op, this.enteringContext(batch), ctx);
     queue.fireUpTo(upTo, (key, namespace, time) => {
       ctx.key = key;
       ctx.timestamp = time;
       if (eventTime) ctx.ttlTime = time;
       ctx.inputPort = "in";
       op.onTimer?.({ key, time, domain, namespace }, ctx);
-    });
+    }, fireBatch);
+  }
+
+  /** The batch, with entering a timer also moving the context to it (as fireTimers does per key). */
+  private enteringContext(batch: TimerBatch): TimerBatch {
+    const ctx = this.ctx;
+    const { keys, time } = batch;
+    return {
+      time,
+      namespace: batch.namespace,
+      keys,
+      enter: (i: number): boolean => {
+        if (!batch.enter(i)) return false;
+        ctx.key = keys[i];
+        ctx.timestamp = time;
+        ctx.ttlTime = time;
+        ctx.inputPort = "in";
+        return true;
+      },
+    };
   }
 
   // ---- output ------------------------------------------------------------------------------

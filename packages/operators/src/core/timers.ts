@@ -2,7 +2,7 @@
 // fired in time order. Ties at one time fire in (key, namespace) order, so that the output of a
 // watermark does not depend on the order in which keys registered their timers (a replay with a
 // different arrival order within the out-of-orderness bound emits the same sequence).
-import type { Key } from "./api";
+import type { BatchContext, Key, WatermarkContext } from "./api";
 import { NumberMinHeap } from "./minheap";
 
 /** A timer in a snapshot: [time, namespace, key]. */
@@ -12,6 +12,36 @@ export type TimerTuple = [number, string, Key];
 export interface DueTimer {
   key: Key;
   namespace: string;
+}
+
+/**
+ * One time's due timers of one namespace, handed whole to an operator that fires them in one pass
+ * (TimerQueue.fireUpTo's fireBatch): it can then look the keys' state up before firing any, so that
+ * those lookups' cache misses overlap. The timers fire in `keys` order, one enter(i) each.
+ */
+export interface TimerBatch {
+  readonly time: number;
+  readonly namespace: string;
+  /** The due keys, sorted (the order one-by-one firing uses). Not to be mutated. */
+  readonly keys: readonly Key[];
+  /**
+   * Fires keys[i]'s timer: i must be 0, 1, 2... in turn, each once. False when the timer was
+   * deleted since the batch was handed over (then nothing fires for that key).
+   */
+  enter(i: number): boolean;
+}
+
+/**
+ * An operator that fires a time's event-time timers of one namespace in one call (OperatorHost)
+ * rather than one onTimer per key.
+ */
+export interface FiresTimerBatches {
+  /**
+   * Does exactly what onTimer would do for each key in turn: timers.enter(i) first (the key and
+   * the timer's time are then the context's), nothing for a key when it returns false.
+   * ctx.forKey(k) puts a key in scope to read its state ahead of its turn.
+   */
+  onEventTimers(timers: TimerBatch, ctx: BatchContext & WatermarkContext): void;
 }
 
 const DEFAULT_NS = "";
@@ -348,9 +378,10 @@ export class TimerQueue {
    * order, including timers registered meanwhile at or below upTo. A time's bucket is detached
    * whole before it fires (no per-timer removal: with many keys sharing a time, each would be a
    * cache miss); an onTimer that deletes or re-registers a timer of that bucket still pending is
-   * honoured, one that re-registers a timer already fired gets a new one.
+   * honoured, one that re-registers a timer already fired gets a new one. With fireBatch, a
+   * bucket whose timers share one namespace is handed over whole instead (see TimerBatch).
    */
-  fireUpTo(upTo: number, fire: (key: Key, namespace: string, time: number) => void): void {
+  fireUpTo(upTo: number, fire: (key: Key, namespace: string, time: number) => void, fireBatch?: (batch: TimerBatch) => void): void {
     if (this.firing !== undefined) throw new Error("timers are already firing: fireUpTo is not re-entrant");
     for (let t = this.peekTime(); t !== undefined && t <= upTo; t = this.peekTime()) {
       const bucket = this.byTime.get(t) as Bucket;
@@ -360,6 +391,11 @@ export class TimerQueue {
       const f: Firing = { time: t, bucket, lastKey: undefined, lastNs: DEFAULT_NS, cancelled: undefined };
       this.firing = f;
       try {
+        // A bucket of one namespace (a window operator's) goes whole to fireBatch, when given.
+        if (fireBatch !== undefined && nss === undefined) {
+          this.fireWhole(f, keys, ns0, fireBatch);
+          continue;
+        }
         const n = keys.length;
         for (let i = 0; i < n; i++) {
           const key = keys[i] as Key;
@@ -373,6 +409,28 @@ export class TimerQueue {
         this.firing = undefined;
       }
     }
+  }
+
+  /** Hands a detached bucket of one namespace to fireBatch, which enters each timer in turn as fire would be called. */
+  private fireWhole(f: Firing, keys: readonly Key[], ns: string, fireBatch: (batch: TimerBatch) => void): void {
+    let next = 0;
+    const batch: TimerBatch = {
+      time: f.time,
+      namespace: ns,
+      keys,
+      enter: (i: number): boolean => {
+        if (i !== next) throw new Error(`timer batch at ${f.time}: entered timer ${i}, expected ${next} (each in turn, once)`);
+        next++;
+        const key = keys[i] as Key;
+        if (f.cancelled !== undefined && f.cancelled.has(`${ns}\u0000${key}`)) return false;
+        f.lastKey = key;
+        f.lastNs = ns;
+        return true;
+      },
+    };
+    fireBatch(batch);
+    // A timer never entered would be lost silently: the bucket is detached already.
+    if (next !== keys.length) throw new Error(`timer batch at ${f.time}: ${keys.length - next} of ${keys.length} timers were not fired`);
   }
 
   /** The earliest time with a timer, or undefined. */

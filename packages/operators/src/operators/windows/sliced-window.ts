@@ -5,7 +5,8 @@
 // Vocabulary: a *slice* is a gcd(size, slide)-long bucket of one key's records, the unit of state;
 // a *window* [end − size, end) covers size ÷ step consecutive slices; it *fires* when the watermark
 // reaches end − 1 and is *purged* at end − 1 + allowedLateness (trigger.ts).
-import { valueState, type BatchContext, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
+import { valueState, type BatchContext, type Key, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState, type WatermarkContext } from "../../core/api";
+import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
 import { errorRecord } from "../side-outputs";
 import { aggregateFunction, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
@@ -37,7 +38,7 @@ export const SLICES_STATE = valueState<SliceState>("slices");
 
 const at = (st: SliceState, i: number): number => st[i] as number;
 
-export class SlicedWindowOperator implements Operator {
+export class SlicedWindowOperator implements Operator, FiresTimerBatches {
   // ---- configuration
   private readonly assigner: SliceAssigner;
   private readonly agg: AggregateFunction;
@@ -51,7 +52,7 @@ export class SlicedWindowOperator implements Operator {
   private readonly pad: Slot[];
   /** The pad without its first slot (the slice start): what a splice inserts after it. */
   private readonly padTail: Slot[];
-  /** processBatch's lookups, by position in the batch. */
+  /** processBatch's and onEventTimers' lookups, by position in the chunk. */
   private readonly found: Array<SliceState | undefined> = [];
   /** What processBatch's lookups read, kept so that the compiler keeps the reads. */
   private touched = 0;
@@ -115,29 +116,38 @@ export class SlicedWindowOperator implements Operator {
   private lookUpThenProcess(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
     const found = this.found;
     const n = to - from;
-    let touched = 0;
     // In stages, each a loop of loads independent of one another, so that each stage's cache misses
-    // overlap: the keys' table entries, then their arrays (length and elements pointer), then the
-    // elements (the newest slice start), which the update then finds in cache.
+    // overlap: the keys' table entries, then their arrays, which the update then finds in cache.
     for (let i = 0; i < n; i++) {
       ctx.enter(records[from + i] as StreamRecord);
       found[i] = this.state.value();
     }
-    for (let i = 0; i < n; i++) {
-      const st = found[i];
-      if (st !== undefined) touched += st.length;
-    }
-    for (let i = 0; i < n; i++) {
-      const st = found[i];
-      if (st !== undefined) touched += at(st, HEADER);
-    }
-    this.touched = touched;
+    this.loadFound(n, false);
     for (let i = 0; i < n; i++) {
       const r = records[from + i] as StreamRecord;
       ctx.enter(r);
       this.process(r, ctx, found[i]);
       found[i] = undefined;
     }
+  }
+
+  /**
+   * Reads found[0, n)'s arrays, a stage of independent loads: their lengths (header and elements
+   * pointer), then one element each: the newest slice's start (what a record updates) or, for a
+   * firing, the oldest slice's end (where the merge starts).
+   */
+  private loadFound(n: number, oldest: boolean): void {
+    const found = this.found;
+    let touched = 0;
+    for (let i = 0; i < n; i++) {
+      const st = found[i];
+      if (st !== undefined) touched += st.length;
+    }
+    for (let i = 0; i < n; i++) {
+      const st = found[i];
+      if (st !== undefined) touched += at(st, oldest ? st.length - 1 : HEADER);
+    }
+    this.touched = touched;
   }
 
   /** processElement, given the key's state when it was looked up already (else undefined). */
@@ -219,8 +229,45 @@ export class SlicedWindowOperator implements Operator {
 
   onTimer(timer: TimerFiring, ctx: ProcessContext): void {
     const st = this.state.value();
-    if (st === undefined) return;
-    const now = timer.time;
+    if (st !== undefined) this.fire(st, timer.time, ctx);
+  }
+
+  /**
+   * onTimer for each key due at one time (a slide fires every key at once). On the heap, chunk by
+   * chunk as processBatch: the keys' states looked up first, then their arrays read (loadFound),
+   * each stage a loop of independent loads whose cache misses overlap; then the keys fire in order. A state looked up here is still the key's when it
+   * fires: firing a key changes only that key's state and timers.
+   */
+  onEventTimers(timers: TimerBatch, ctx: BatchContext & WatermarkContext): void {
+    const keys = timers.keys;
+    const n = keys.length;
+    const now = timers.time;
+    if (!this.byReference) {
+      for (let i = 0; i < n; i++) {
+        if (!timers.enter(i)) continue;
+        const st = this.state.value();
+        if (st !== undefined) this.fire(st, now, ctx);
+      }
+      return;
+    }
+    const found = this.found;
+    for (let from = 0; from < n; from += LOOKUP_CHUNK) {
+      const m = Math.min(n, from + LOOKUP_CHUNK) - from;
+      for (let i = 0; i < m; i++) {
+        ctx.forKey(keys[from + i] as Key);
+        found[i] = this.state.value();
+      }
+      this.loadFound(m, true);
+      for (let i = 0; i < m; i++) {
+        const st = found[i];
+        found[i] = undefined;
+        if (timers.enter(from + i) && st !== undefined) this.fire(st, now, ctx);
+      }
+    }
+  }
+
+  /** Fires the key's windows due at `now` and purges its expired slices; st is its state. */
+  private fire(st: SliceState, now: number, ctx: ProcessContext): void {
     const W = this.stride;
     // FIRE every window of the key whose max timestamp is in (f, now], in end order.
     for (let e = this.nextEnd(st, at(st, F) + 1); e !== undefined && e - 1 <= now; e = this.nextEnd(st, e)) this.emit(st, e, ctx);
@@ -245,7 +292,8 @@ export class SlicedWindowOperator implements Operator {
       ctx.timerService.registerEventTimeTimer(need, WINDOW_TIMER);
     }
     st[T] = need;
-    this.state.update(st);
+    // By reference, the array read is the stored one, changed in place (the read told the backend).
+    if (!this.byReference) this.state.update(st);
   }
 
   /** Writes a fresh accumulator at st[off, off + width), growing st when off is its end. */

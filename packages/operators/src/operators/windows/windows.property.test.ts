@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { JsonObject, StreamRecord } from "../../core/api";
 import type { OperatorSpec } from "../../core/spec";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
+import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
 import { OperatorTestHarness, type HarnessOptions } from "../../testing";
 import { referenceRun, type RefAggregate, type RefEvent, type RefWindows } from "./reference.testkit";
 import { windowHoppingSpec } from "./window.hopping";
@@ -121,6 +122,32 @@ function recordRun(c: Case, ooo: number | undefined, events: RefEvent[]): Array<
   return h.takeOutput();
 }
 
+/**
+ * Record by record on a storage, with the watermark after each record; `oneByOne` hides the
+ * operator's onEventTimers, so that the host fires one onTimer per key. Reports the largest batch.
+ */
+function firingRun(c: Case, ooo: number, events: RefEvent[], storage: Storage, oneByOne: boolean, largest: { keys: number }): Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> {
+  const h = OperatorTestHarness.forSpec(specs[c.type], c.params, storageOpts(storage));
+  const op = h.host.operator as Partial<FiresTimerBatches>;
+  const batchFiring = op.onEventTimers;
+  op.onEventTimers = oneByOne || batchFiring === undefined
+    ? undefined
+    : (timers: TimerBatch, ctx) => {
+        if (timers.keys.length > largest.keys) largest.keys = timers.keys.length;
+        batchFiring.call(op, timers, ctx);
+      };
+  let maxTs = Number.NEGATIVE_INFINITY;
+  for (const e of events) {
+    h.processElement(e.value, e.ts, e.key);
+    if (e.ts > maxTs) {
+      maxTs = e.ts;
+      h.processWatermark(maxTs - ooo - 1);
+    }
+  }
+  h.endOfInput();
+  return h.takeOutput();
+}
+
 const scenario = fc
   .tuple(aggregateArb, fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 30 }))
   .chain(([agg, lateness, ooo]) => fc.record({ c: caseArb(agg, lateness), ooo: fc.constant(ooo), events: fc.array(eventArb(agg), { maxLength: 40 }) }));
@@ -186,6 +213,29 @@ describe("window operators against the reference model", () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it("fire a time's timers in one pass (onEventTimers) exactly as one onTimer per key, on both storages, past the lookup chunk (128)", () => {
+    // Up to 300 keys in a short stretch of time: many keys share a window end, so a time's
+    // bucket exceeds the chunk; late records (lateness > 0) make late firings between the timers.
+    const arb = fc
+      .tuple(aggregateArb, fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 10 }))
+      .chain(([agg, lateness, ooo]) =>
+        fc.record({
+          c: caseArb(agg, lateness).filter((c) => c.type !== "window.session"),
+          ooo: fc.constant(ooo),
+          events: fc.array(fc.tuple(eventArb(agg), fc.integer({ min: 0, max: 299 }), fc.integer({ min: -10, max: 40 })), { minLength: 200, maxLength: 500 }),
+        }),
+      );
+    const largest = { keys: 0 };
+    fc.assert(
+      fc.property(arb, fc.constantFrom<Storage>("heap", "serializing"), ({ c, ooo, events }, storage) => {
+        const evs: RefEvent[] = events.map(([e, k, ts]) => ({ key: `k${k}`, ts, value: e.value }));
+        expect(firingRun(c, ooo, evs, storage, false, largest)).toEqual(firingRun(c, ooo, evs, storage, true, largest));
+      }),
+      { numRuns: 150 },
+    );
+    expect(largest.keys).toBeGreaterThan(128);
   });
 
   it("a snapshot taken on either storage restores on the other at any record (fed in batches)", () => {
