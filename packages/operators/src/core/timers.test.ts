@@ -171,5 +171,42 @@ describe("TimerQueue", () => {
       expect(fired).toEqual(["a", "b", "d", "a"]);
       expect(q.size).toBe(0);
     });
+
+    it("hands a bucket of one namespace to fireBatch whole, with the same deletes and re-registrations as one by one", () => {
+      const q = new TimerQueue();
+      for (const k of ["a", "b", "c", "d"]) q.register(k, 5, "");
+      q.register("a", 6, "");
+      q.register("a", 6, "other"); // two namespaces at 6: one by one
+      const fired: string[] = [];
+      const batches: string[] = [];
+      q.fireUpTo(
+        6,
+        (key, ns, t) => fired.push(`${t}:${key}:${ns}`),
+        (batch) => {
+          batches.push(`${batch.time}:${batch.keys.join(",")}`);
+          for (let i = 0; i < batch.keys.length; i++) {
+            if (!batch.enter(i)) continue;
+            const key = batch.keys[i] as string;
+            fired.push(`${batch.time}:${key}:batch`);
+            if (key === "a" && fired.length === 1) {
+              expect(q.delete("c", 5, "")).toBe(true); // pending: cancelled, enter(2) is false
+              expect(q.register("d", 5, "")).toBe(false); // pending: already registered
+            }
+            if (key === "b") expect(q.register("a", 5, "")).toBe(true); // already fired: a new timer, fired next
+          }
+        },
+      );
+      expect(batches).toEqual(["5:a,b,c,d", "5:a"]);
+      expect(fired).toEqual(["5:a:batch", "5:b:batch", "5:d:batch", "5:a:batch", "6:a:", "6:a:other"]);
+      expect(q.size).toBe(0);
+    });
+
+    it("refuses a fireBatch that skips or repeats a timer (it would be lost: the bucket is detached)", () => {
+      const q = new TimerQueue();
+      for (const k of ["a", "b"]) q.register(k, 5, "");
+      expect(() => q.fireUpTo(5, () => {}, (batch) => void batch.enter(1))).toThrow(/entered timer 1, expected 0/);
+      for (const k of ["a", "b"]) q.register(k, 5, "");
+      expect(() => q.fireUpTo(5, () => {}, (batch) => void batch.enter(0))).toThrow(/1 of 2 timers were not fired/);
+    });
   });
 });
