@@ -17,10 +17,7 @@ import { JobDriver } from "./driver";
 
 const OUTPUTS = ["out/alerts.jsonl", "out/materialize.dlq.jsonl"];
 
-/**
- * keyBy -> eager velocity (a heap table touched once per record, as in the latency bench's W1), and a
- * tumbling window beside it. benchRecords has malformed and late records: dead letters too.
- */
+/** keyBy -> eager velocity: a heap table touched once per record, as in the latency bench's W1. */
 function pipeline(parallelism = 1): PipelineDocument {
   const r = validatePipeline({
     format: "keyflow.pipeline/v1",
@@ -78,9 +75,11 @@ async function run(dir: string, doc: PipelineDocument, pauseMs: number | undefin
 }
 
 /**
- * `n` lines over `cards` cards, a malformed one every 1999th. Many cards, so that a card packed ahead
- * is often not touched again before the next checkpoint; long lines, so that the file source's
- * 256 KiB reads make batches of about 400 records and the job waits between them.
+ * `n` lines over `cards` cards, a malformed one (a dead letter) every 1999th. Many cards, so that a
+ * card packed ahead is often not touched again before the next checkpoint; long lines, so that the
+ * file source's reads make batches of hundreds of records, not thousands: with more changed keys
+ * than the table holds between two packings, its kept columns go stale and are rebuilt whole, and
+ * materialization would not be exercised.
  */
 function payments(n: number, cards: number): string {
   const lines: string[] = [];
