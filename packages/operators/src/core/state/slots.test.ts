@@ -11,6 +11,7 @@ const opArb = fc.oneof(
   fc.record({ op: fc.constant("findOrAdd" as const), key: keyArb }),
   fc.record({ op: fc.constant("findOrAddHashed" as const), key: keyArb }),
   fc.record({ op: fc.constant("findThenAddMissing" as const), key: keyArb }),
+  fc.record({ op: fc.constant("findHashedThenAddMissing" as const), key: keyArb }),
   fc.record({ op: fc.constant("delete" as const), key: keyArb }),
 );
 
@@ -40,8 +41,9 @@ describe("KeySlots", () => {
               }
               break;
             }
-            case "findThenAddMissing": {
-              const found = slots.find(key);
+            case "findThenAddMissing":
+            case "findHashedThenAddMissing": {
+              const found = op === "findThenAddMissing" ? slots.find(key) : slots.findHashed(key, hashKey(key));
               expect(found).toBe(expected ?? -1);
               if (found < 0) {
                 const slot = slots.addMissing(key);

@@ -65,7 +65,11 @@ export class KeySlots {
 
   /** The key's slot, or -1 (then addMissing() may add it without hashing and probing again). */
   find(key: Key): number {
-    const h = hashKey(key);
+    return this.findHashed(key, hashKey(key));
+  }
+
+  /** find() with the key's hashKey() already computed (`h` must be exactly that). */
+  findHashed(key: Key, h: number): number {
     const pos = this.positions;
     const mask = this.mask;
     for (let p = h & mask; ; p = (p + 1) & mask) {

@@ -11,6 +11,7 @@ import { errorRecord } from "../side-outputs";
 import { aggregateFunction, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
+import { SliceTable } from "./slice-table";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
 /**
@@ -52,17 +53,18 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
   private readonly pad: Slot[];
   /** The pad without its first slot (the slice start): what a splice inserts after it. */
   private readonly padTail: Slot[];
-  /** processBatch's and onEventTimers' lookups, by position in the chunk. */
-  private readonly found: Array<SliceState | undefined> = [];
-  /** What processBatch's lookups read, kept so that the compiler keeps the reads. */
+  /** processBatch's and onEventTimers' chunk: its keys, and their slots as SliceTable.lookUp finds them. */
+  private readonly chunkKeys: Key[] = [];
+  private readonly slotOf = new Int32Array(LOOKUP_CHUNK);
+  /** What loadFound read, kept so that the compiler keeps the reads. */
   private touched = 0;
   // ---- keyed state (checkpointed by the engine)
-  private state!: ValueState<SliceState>;
   /**
-   * The backend keeps the very arrays it is given (the heap backend, the one that can adopt
-   * tables): a changed array need not be written back, and processBatch may look keys up first.
+   * On a backend that adopts tables (the heap), the state by slot, looked up a chunk at a time and
+   * changed in place; otherwise undefined, and `state`, the generic handle, written back on change.
    */
-  private byReference = false;
+  private table: SliceTable | undefined;
+  private state!: ValueState<SliceState>;
 
   constructor(
     private readonly nodeId: string,
@@ -87,71 +89,70 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
   }
 
   open(ctx: RuntimeContext): void {
-    this.state = ctx.getValueState(SLICES_STATE);
-    this.byReference = ctx.adoptState !== undefined;
+    if (ctx.adoptState !== undefined) this.table = new SliceTable(SLICES_STATE.name, ctx.adoptState);
+    else this.state = ctx.getValueState(SLICES_STATE);
   }
 
   processElement(record: StreamRecord, ctx: ProcessContext): void {
-    this.process(record, ctx, undefined);
+    this.process(record, ctx, -1);
   }
 
   /**
-   * On the heap, chunk by chunk: every record's state first, then the records in order, so that
-   * the key lookups (cache misses over 100 k keys) overlap. A state looked up here is still the key's
-   * when its record comes: processElement never deletes one and empties an array it replaces
-   * (length 0: look it up again), and a key that had none is looked up again.
+   * On the heap, chunk by chunk: every record's slot and state first, then the records in order,
+   * so that the lookups (cache misses over 100 k keys) overlap. A slot looked up here is still the
+   * key's when its record comes: processElement never deletes one, and a key that had none is
+   * looked up again (an earlier record of the chunk may have added it).
    */
   processBatch(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
-    if (!this.byReference) {
+    if (this.table === undefined) {
       for (let i = from; i < to; i++) {
         const r = records[i] as StreamRecord;
         ctx.enter(r);
-        this.process(r, ctx, undefined);
+        this.process(r, ctx, -1);
       }
       return;
     }
-    for (let f = from; f < to; f += LOOKUP_CHUNK) this.lookUpThenProcess(records, f, Math.min(to, f + LOOKUP_CHUNK), ctx);
+    for (let f = from; f < to; f += LOOKUP_CHUNK) this.lookUpThenProcess(this.table, records, f, Math.min(to, f + LOOKUP_CHUNK), ctx);
   }
 
-  private lookUpThenProcess(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
-    const found = this.found;
+  private lookUpThenProcess(table: SliceTable, records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
+    const keys = this.chunkKeys;
+    const slotOf = this.slotOf;
     const n = to - from;
-    // In stages, each a loop of loads independent of one another, so that each stage's cache misses
-    // overlap: the keys' table entries, then their arrays, which the update then finds in cache.
-    for (let i = 0; i < n; i++) {
-      ctx.enter(records[from + i] as StreamRecord);
-      found[i] = this.state.value();
-    }
-    this.loadFound(n, false);
+    for (let i = 0; i < n; i++) keys[i] = (records[from + i] as StreamRecord).key as Key;
+    table.lookUp(keys, n, slotOf);
+    this.loadFound(table, n, false);
     for (let i = 0; i < n; i++) {
       const r = records[from + i] as StreamRecord;
       ctx.enter(r);
-      this.process(r, ctx, found[i]);
-      found[i] = undefined;
+      this.process(r, ctx, slotOf[i] as number);
     }
   }
 
   /**
-   * Reads found[0, n)'s arrays, a stage of independent loads: their lengths (header and elements
-   * pointer), then one element each: the newest slice's start (what a record updates) or, for a
-   * firing, the oldest slice's end (where the merge starts).
+   * Reads the arrays of slotOf[0, n), a stage of independent loads: their lengths (header and
+   * elements pointer), then one element each: the newest slice's start (what a record updates) or,
+   * for a firing, the oldest slice's end (where the merge starts).
    */
-  private loadFound(n: number, oldest: boolean): void {
-    const found = this.found;
+  private loadFound(table: SliceTable, n: number, oldest: boolean): void {
+    const rows = table.rows;
+    const slotOf = this.slotOf;
     let touched = 0;
     for (let i = 0; i < n; i++) {
-      const st = found[i];
-      if (st !== undefined) touched += st.length;
+      const slot = slotOf[i] as number;
+      if (slot >= 0) touched += (rows[slot] as SliceState).length;
     }
     for (let i = 0; i < n; i++) {
-      const st = found[i];
-      if (st !== undefined) touched += at(st, oldest ? st.length - 1 : HEADER);
+      const slot = slotOf[i] as number;
+      if (slot < 0) continue;
+      const st = rows[slot] as SliceState;
+      touched += at(st, oldest ? st.length - 1 : HEADER);
     }
     this.touched = touched;
   }
 
-  /** processElement, given the key's state when it was looked up already (else undefined). */
-  private process(record: StreamRecord, ctx: ProcessContext, known: SliceState | undefined): void {
+  /** processElement, given the key's slot when it was looked up already (else -1; ignored off the heap). */
+  private process(record: StreamRecord, ctx: ProcessContext, knownSlot: number): void {
     const a = this.assigner;
     const lateness = this.allowedLatenessMs;
     const s = a.sliceStart(record.timestamp);
@@ -170,7 +171,14 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     }
 
     const W = this.stride;
-    const found = known !== undefined && known.length !== 0 ? known : this.state.value();
+    const table = this.table;
+    let slot = knownSlot;
+    let found: SliceState | undefined;
+    if (table === undefined) found = this.state.value();
+    else {
+      if (slot < 0) slot = table.find(ctx.key as Key);
+      found = slot < 0 ? undefined : table.rows[slot];
+    }
     let st = found;
     let newSlice = false;
     if (st === undefined) {
@@ -191,11 +199,9 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
           // One allocation of the exact size (concat with a shared pad), then the older slices
           // shifted up in place: slicing the head and tail and concatenating them made four
           // arrays per key per slide, a third of the hopping row's garbage.
-          const old = st;
           st = st.concat(this.pad);
           for (let i = st.length - 1; i >= j + W; i--) st[i] = st[i - W] as Slot;
           st[j] = s;
-          old.length = 0; // replaced: a batch's earlier lookup of this key must not use it
         }
         this.agg.init(st, j + 1, input);
         newSlice = true;
@@ -223,51 +229,60 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
         st[T] = need;
       }
     }
-    // By reference, the array read is the stored one: only a new array is written.
-    if (st !== found || !this.byReference) this.state.update(st);
+    if (table === undefined) this.state.update(st);
+    // In the table, the array read is the stored one: only a new array is written (find() just
+    // missed when slot < 0: emitting and timers do not change the slots).
+    else if (slot < 0) table.add(ctx.key as Key, st);
+    else if (st !== found) table.rows[slot] = st;
   }
 
   onTimer(timer: TimerFiring, ctx: ProcessContext): void {
-    const st = this.state.value();
-    if (st !== undefined) this.fire(st, timer.time, ctx);
+    const table = this.table;
+    if (table === undefined) {
+      const st = this.state.value();
+      if (st !== undefined) this.fire(st, timer.time, ctx, -1);
+      return;
+    }
+    const slot = table.find(ctx.key as Key);
+    if (slot >= 0) this.fire(table.rows[slot] as SliceState, timer.time, ctx, slot);
   }
 
   /**
    * onTimer for each key due at one time (a slide fires every key at once). On the heap, chunk by
-   * chunk as processBatch: the keys' states looked up first, then their arrays read (loadFound),
-   * each stage a loop of independent loads whose cache misses overlap; then the keys fire in order. A state looked up here is still the key's when it
-   * fires: firing a key changes only that key's state and timers.
+   * chunk as processBatch: the keys' slots looked up first, then their arrays read (loadFound),
+   * each stage a loop of independent loads whose cache misses overlap; then the keys fire in order.
+   * A slot looked up here is still the key's when it fires: firing a key changes only that key's
+   * state and timers, and the keys of a batch are distinct.
    */
   onEventTimers(timers: TimerBatch, ctx: BatchContext & WatermarkContext): void {
     const keys = timers.keys;
     const n = keys.length;
     const now = timers.time;
-    if (!this.byReference) {
+    const table = this.table;
+    if (table === undefined) {
       for (let i = 0; i < n; i++) {
         if (!timers.enter(i)) continue;
         const st = this.state.value();
-        if (st !== undefined) this.fire(st, now, ctx);
+        if (st !== undefined) this.fire(st, now, ctx, -1);
       }
       return;
     }
-    const found = this.found;
+    const chunk = this.chunkKeys;
+    const slotOf = this.slotOf;
     for (let from = 0; from < n; from += LOOKUP_CHUNK) {
       const m = Math.min(n, from + LOOKUP_CHUNK) - from;
+      for (let i = 0; i < m; i++) chunk[i] = keys[from + i] as Key;
+      table.lookUp(chunk, m, slotOf);
+      this.loadFound(table, m, true);
       for (let i = 0; i < m; i++) {
-        ctx.forKey(keys[from + i] as Key);
-        found[i] = this.state.value();
-      }
-      this.loadFound(m, true);
-      for (let i = 0; i < m; i++) {
-        const st = found[i];
-        found[i] = undefined;
-        if (timers.enter(from + i) && st !== undefined) this.fire(st, now, ctx);
+        const slot = slotOf[i] as number;
+        if (timers.enter(from + i) && slot >= 0) this.fire(table.rows[slot] as SliceState, now, ctx, slot);
       }
     }
   }
 
-  /** Fires the key's windows due at `now` and purges its expired slices; st is its state. */
-  private fire(st: SliceState, now: number, ctx: ProcessContext): void {
+  /** Fires the key's windows due at `now` and purges its expired slices; st is its state, at `slot` in the table (-1 off the heap). */
+  private fire(st: SliceState, now: number, ctx: ProcessContext, slot: number): void {
     const W = this.stride;
     // FIRE every window of the key whose max timestamp is in (f, now], in end order.
     for (let e = this.nextEnd(st, at(st, F) + 1); e !== undefined && e - 1 <= now; e = this.nextEnd(st, e)) this.emit(st, e, ctx);
@@ -281,7 +296,8 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     const stale = t !== NO_TIME && t > now ? t : NO_TIME;
     if (st.length === HEADER) {
       if (stale !== NO_TIME) ctx.timerService.deleteEventTimeTimer(stale, WINDOW_TIMER);
-      this.state.clear();
+      if (this.table === undefined) this.state.clear();
+      else this.table.delete(slot);
       return;
     }
     let need = cleanupTime(this.assigner.lastEnd(at(st, st.length - W)), this.allowedLatenessMs);
@@ -292,8 +308,8 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
       ctx.timerService.registerEventTimeTimer(need, WINDOW_TIMER);
     }
     st[T] = need;
-    // By reference, the array read is the stored one, changed in place (the read told the backend).
-    if (!this.byReference) this.state.update(st);
+    // In the table, the array read is the stored one, changed in place.
+    if (this.table === undefined) this.state.update(st);
   }
 
   /** Writes a fresh accumulator at st[off, off + width), growing st when off is its end. */

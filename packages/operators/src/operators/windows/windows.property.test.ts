@@ -2,7 +2,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { JsonObject, StreamRecord } from "../../core/api";
+import { OperatorHost } from "../../core/host";
+import { keyGroupOf, type KeyGroupRange } from "../../core/keys";
 import type { OperatorSpec } from "../../core/spec";
+import { HeapKeyedStateBackend } from "../../core/state";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
 import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
 import { OperatorTestHarness, type HarnessOptions } from "../../testing";
@@ -69,29 +72,40 @@ function engineRun(c: Case, ooo: number, events: RefEvent[], snapshotAt?: number
   return out.map((o) => ({ port: o.port, value: o.value, timestamp: o.timestamp }));
 }
 
-/** The heap backend (arrays by reference: processBatch looks keys up first) or a serializing one (the disk backend's path). */
-type Storage = "heap" | "serializing";
-const storageOpts = (s: Storage): HarnessOptions => (s === "heap" ? { keyed: true } : { keyed: true, backend: () => new SerializingStateBackend() });
+/**
+ * The heap backend (the slot table, slice-table.ts: processBatch looks keys up first), a serializing
+ * one (the disk backend's path), or the heap backend without table adoption: the operator's handles
+ * over the heap's Map table, whose snapshots are in the form the tree before the slot table wrote.
+ */
+type Storage = "heap" | "serializing" | "heap-map";
+const storageBackend = (s: Storage): (() => HeapKeyedStateBackend | SerializingStateBackend) | undefined =>
+  s === "heap" ? undefined : s === "serializing" ? () => new SerializingStateBackend() : () => Object.assign(new HeapKeyedStateBackend(), { adoptTable: undefined });
+const storageOpts = (s: Storage): HarnessOptions => {
+  const backend = storageBackend(s);
+  return backend === undefined ? { keyed: true } : { keyed: true, backend };
+};
 
 /**
  * engineRun with the records between two watermark advances handed over in one
- * OperatorHost.processBatch call (the bench driver's feed), on a given storage; with snapshotAt,
- * a snapshot before that record is restored on `restoreOn` (a batch is cut there).
+ * OperatorHost.processBatch call (the bench driver's feed), on a given storage; for each [at, storage]
+ * of `restores` (in order of at), a snapshot before record `at` is restored on that storage (a batch
+ * is cut there).
  */
-function batchedRun(c: Case, ooo: number, events: RefEvent[], storage: Storage, snapshotAt?: number, restoreOn: Storage = storage): Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> {
+function batchedRun(c: Case, ooo: number, events: RefEvent[], storage: Storage, restores: ReadonlyArray<readonly [number, Storage]> = []): Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> {
   const spec = specs[c.type];
   let h = OperatorTestHarness.forSpec(spec, c.params, storageOpts(storage));
   const out: Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> = [];
   const records: StreamRecord[] = events.map((e) => ({ value: e.value, timestamp: e.ts, key: e.key }));
   let maxTs = Number.NEGATIVE_INFINITY;
   let from = 0;
+  let next = 0;
   records.forEach((r, i) => {
-    if (i === snapshotAt) {
+    for (; next < restores.length && (restores[next] as readonly [number, Storage])[0] === i; next++) {
       h.host.processBatch(records, from, i);
       from = i;
       const bytes = h.snapshot();
       out.push(...h.takeOutput());
-      h = OperatorTestHarness.restore(spec, c.params, bytes, storageOpts(restoreOn));
+      h = OperatorTestHarness.restore(spec, c.params, bytes, storageOpts((restores[next] as readonly [number, Storage])[1]));
     }
     if (r.timestamp > maxTs) {
       maxTs = r.timestamp;
@@ -243,9 +257,104 @@ describe("window operators against the reference model", () => {
       fc.property(scenario, fc.nat(), fc.boolean(), ({ c, ooo, events }, cut, heapFirst) => {
         const at = events.length === 0 ? undefined : cut % events.length;
         const [a, b] = heapFirst ? (["heap", "serializing"] as const) : (["serializing", "heap"] as const);
-        expect(batchedRun(c, ooo, events, a, at, b)).toEqual(recordRun(c, ooo, events));
+        expect(batchedRun(c, ooo, events, a, at === undefined ? [] : [[at, b]])).toEqual(recordRun(c, ooo, events));
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("the slot table equals the model with up to 40 keys (slots freed and reused), restored at several records across all three storages", () => {
+    const arb = fc
+      .tuple(aggregateArb, fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 30 }))
+      .chain(([agg, lateness, ooo]) =>
+        fc.record({
+          c: caseArb(agg, lateness).filter((c) => c.type !== "window.session"),
+          ooo: fc.constant(ooo),
+          events: fc.array(fc.tuple(eventArb(agg), fc.integer({ min: 0, max: 39 })), { maxLength: 120 }),
+          restores: fc.array(fc.tuple(fc.nat(), fc.constantFrom<Storage>("heap", "serializing", "heap-map")), { maxLength: 3 }),
+          first: fc.constantFrom<Storage>("heap", "serializing", "heap-map"),
+        }),
+      );
+    fc.assert(
+      fc.property(arb, ({ c, ooo, events, restores, first }) => {
+        const evs: RefEvent[] = events.map(([e, k]) => ({ ...e, key: `k${k}` }));
+        const cuts = restores.map(([at, storage]) => [evs.length === 0 ? 0 : at % evs.length, storage] as const).sort((a, b) => a[0] - b[0]);
+        const out = batchedRun(c, ooo, evs, first, cuts).map((o) => ({ port: o.port, value: o.value, timestamp: o.timestamp }));
+        expect(out).toEqual(referenceRun(c.windows, c.params.aggregate as RefAggregate, c.params.allowedLatenessMs as number, ooo, evs));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a snapshot restored into two key-group ranges (rescale) continues each key exactly, whichever storages write and read it", () => {
+    const halves: KeyGroupRange[] = [
+      { start: 0, end: 63 },
+      { start: 64, end: 127 },
+    ];
+    const arb = fc
+      .tuple(aggregateArb, fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 20 }))
+      .chain(([agg, lateness, ooo]) =>
+        fc.record({
+          c: caseArb(agg, lateness).filter((c) => c.type !== "window.session"),
+          ooo: fc.constant(ooo),
+          events: fc.array(fc.tuple(eventArb(agg), fc.integer({ min: 0, max: 39 })), { minLength: 1, maxLength: 120 }),
+          cut: fc.nat(),
+          writer: fc.constantFrom<Storage>("heap", "serializing", "heap-map"),
+          readers: fc.tuple(fc.constantFrom<Storage>("heap", "serializing", "heap-map"), fc.constantFrom<Storage>("heap", "serializing", "heap-map")),
+        }),
+      );
+    const sorted = (xs: Array<{ port: string; value: JsonObject; timestamp: number; key?: string }>): string[] => xs.map((x) => JSON.stringify([x.key, x.timestamp, x.port, x.value])).sort();
+    fc.assert(
+      fc.property(arb, ({ c, ooo, events, cut, writer, readers }) => {
+        const spec = specs[c.type];
+        const records: StreamRecord[] = events.map(([e, k]) => ({ value: e.value, timestamp: e.ts, key: `k${k}` }));
+        const at = cut % records.length;
+        // The watermarks a source would give after each record, the same for every subtask.
+        const marks: number[] = [];
+        let maxTs = Number.NEGATIVE_INFINITY;
+        for (const r of records) {
+          maxTs = Math.max(maxTs, r.timestamp);
+          marks.push(maxTs - ooo - 1);
+        }
+        const whole = OperatorTestHarness.forSpec(spec, c.params, storageOpts(writer));
+        let bytes: Uint8Array | undefined;
+        records.forEach((r, i) => {
+          if (i === at) {
+            bytes = whole.snapshot();
+            whole.takeOutput();
+          }
+          whole.host.processBatch([r]);
+          whole.processWatermark(marks[i] as number);
+        });
+        whole.endOfInput();
+        const after = whole.takeOutput();
+        halves.forEach((range, half) => {
+          const out: Array<{ port: string; value: JsonObject; timestamp: number; key?: string }> = [];
+          const backend = storageBackend(readers[half] as Storage);
+          const host = new OperatorHost({
+            nodeId: "op",
+            spec,
+            params: spec.params.parse(c.params),
+            emit: (port, value, timestamp, key) => out.push({ port, value, timestamp, ...(key !== undefined ? { key } : {}) }),
+            restoreFrom: bytes as Uint8Array,
+            keyGroupRange: range,
+            ...(backend !== undefined ? { backend: backend() } : {}),
+          });
+          for (let i = at; i < records.length; i++) {
+            const r = records[i] as StreamRecord;
+            const g = keyGroupOf(r.key as string);
+            if (g >= range.start && g <= range.end) host.processBatch([r]);
+            host.processWatermark(marks[i] as number);
+          }
+          host.endOfInput();
+          const mine = after.filter((o) => {
+            const g = keyGroupOf(o.key as string);
+            return g >= range.start && g <= range.end;
+          });
+          expect(sorted(out)).toEqual(sorted(mine));
+        });
+      }),
+      { numRuns: 200 },
     );
   });
 

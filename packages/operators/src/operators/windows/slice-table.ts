@@ -1,0 +1,88 @@
+// The sliced window's state on a backend that adopts tables (the heap): keys -> slots (KeySlots)
+// and each slot's SliceState, adopted as the "slices" value state in the form its handles store.
+//
+// Why not the heap table's Map: over 100 k keys its lookups are dependent cache misses (bucket,
+// entry, the colliding key) that do not overlap from one key to the next, half the hopping row's
+// time. Here a chunk's hashes, table positions, slot keys and rows are each a loop of independent
+// loads. Timers stay the host's (one per key, as on the handle path), so snapshots hold the same
+// state and timers whichever storage wrote them.
+import type { Key, RuntimeContext } from "../../core/api";
+import { estimateBytes, hashKey, KeySlots, SlotTableView } from "../../core/state";
+import type { SliceState } from "./sliced-window";
+
+/** Above this many live keys, estimatedBytes() samples the slice arrays evenly. */
+const BYTES_SAMPLE = 2_000;
+
+export class SliceTable {
+  readonly slots = new KeySlots();
+  /** Each slot's state; undefined for a free slot. */
+  readonly rows: Array<SliceState | undefined> = [];
+  /** lookUp()'s scratch, by position in the chunk: the keys' hashes. */
+  private hashes = new Int32Array(0);
+  /** What lookUp()'s stages read, kept so that the compiler keeps the reads. */
+  private touched = 0;
+
+  constructor(name: string, adopt: NonNullable<RuntimeContext["adoptState"]>) {
+    adopt(new SlotTableView(name, "value", this.slots, (s) => this.rows[s], (entries) => this.load(entries), () => this.estimatedBytes()));
+  }
+
+  /** The key's slot, or -1 (then add() may give it one). */
+  find(key: Key): number {
+    return this.slots.find(key);
+  }
+
+  /** Gives the key the last find() missed a slot holding st (nothing may change the slots in between). */
+  add(key: Key, st: SliceState): number {
+    const slot = this.slots.addMissing(key);
+    this.rows[slot] = st;
+    return slot;
+  }
+
+  delete(slot: number): void {
+    this.slots.delete(slot);
+    this.rows[slot] = undefined;
+  }
+
+  /**
+   * slotOf[i] = the slot of keys[i] (or -1) for i < n, in stages whose loads are independent of one
+   * another, so that their cache misses overlap: the key strings (hashing reads their characters one
+   * by one), the home positions, the keys of the slots found there (compared on a hash match), then
+   * the probes proper, which find those lines in cache.
+   */
+  lookUp(keys: readonly Key[], n: number, slotOf: Int32Array): void {
+    if (this.hashes.length < n) this.hashes = new Int32Array(n);
+    const hashes = this.hashes;
+    const slots = this.slots;
+    let touched = 0;
+    for (let i = 0; i < n; i++) touched += (keys[i] as Key).length;
+    for (let i = 0; i < n; i++) hashes[i] = hashKey(keys[i] as Key);
+    for (let i = 0; i < n; i++) slotOf[i] = slots.homeOf(hashes[i] as number);
+    for (let i = 0; i < n; i++) {
+      const s = slotOf[i] as number;
+      if (s !== 0 && slots.keyAt(s - 1) !== undefined) touched++;
+    }
+    for (let i = 0; i < n; i++) slotOf[i] = slots.findHashed(keys[i] as Key, hashes[i] as number);
+    this.touched = touched;
+  }
+
+  private load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
+    for (const [key, st] of entries) this.rows[this.slots.findOrAdd(key)] = st as SliceState;
+  }
+
+  /** The lookup's bytes, a pointer per slot, and the slice arrays (sampled over many keys). */
+  private estimatedBytes(): number {
+    const live = this.slots.size;
+    const high = this.slots.highWater;
+    const step = live > BYTES_SAMPLE ? high / BYTES_SAMPLE : 1;
+    let sampled = 0;
+    let bytes = 0;
+    for (let s = 0; s < high; s += step) {
+      const st = this.rows[Math.floor(s)];
+      if (st === undefined) continue;
+      bytes += estimateBytes(st);
+      sampled++;
+    }
+    const arrays = sampled === 0 ? 0 : Math.round((bytes / sampled) * live);
+    return this.slots.bytes() + 4 * this.rows.length + arrays;
+  }
+}
