@@ -45,7 +45,7 @@ import {
   columnsOf,
   tablesFromSnapshot,
 } from "./state";
-import { TimerQueue, type FiresTimerBatches, type TimerBatch, type TimerTuple } from "./timers";
+import { TimerQueue, timersFromSnapshot, type FiresTimerBatches, type TimerBatch, type TimersSnapshot, type TimerTuple } from "./timers";
 
 /** Where a host's output goes: one call per emitted record, in emission order. */
 export type HostEmit = (port: string, value: JsonObject, timestamp: number, key: Key | undefined) => void;
@@ -105,8 +105,8 @@ interface HostSnapshot {
   processingTime: number;
   /** Packed (see PackedTableSnapshot); columnar values or pairs in snapshots written before it. */
   state: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
-  eventTimers: TimerTuple[];
-  processingTimers: TimerTuple[];
+  eventTimers: TimersSnapshot;
+  processingTimers: TimersSnapshot;
   operator: JsonValue | null;
   counters: { recordsIn: number; recordsOut: number; late: number };
 }
@@ -509,7 +509,7 @@ export class OperatorHost {
       processingTime: this.ctx.processingTime,
       state: this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism),
       eventTimers: this.eventTimerSnapshot(),
-      processingTimers: this.processingTimers.snapshot(),
+      processingTimers: this.processingTimers.snapshotPacked(),
       operator: this.operator.snapshotState?.() ?? null,
       counters: { recordsIn: this.recordsIn, recordsOut: this.recordsOut, late: this.late },
     };
@@ -517,17 +517,17 @@ export class OperatorHost {
   }
 
   /** The queue's event-time timers and those implied by adopted tables, in the queue's order. */
-  private eventTimerSnapshot(): TimerTuple[] {
-    const timers = this.eventTimers.snapshot();
-    let implied = false;
+  private eventTimerSnapshot(): TimersSnapshot {
+    const implied: TimerTuple[] = [];
     for (const t of this.backend.tables() as readonly AdoptedTable[]) {
       const more = t.impliedTimers?.();
-      if (more === undefined || more.length === 0) continue;
-      for (const x of more) timers.push(x);
-      implied = true;
+      if (more !== undefined) for (const x of more) implied.push(x);
     }
-    if (implied) timers.sort(compareTimerTuples);
-    return timers;
+    if (implied.length === 0) return this.eventTimers.snapshotPacked();
+    // Implied timers change with their table's rows, not the queue: one list, rebuilt each time.
+    const timers = this.eventTimers.snapshot();
+    for (const x of implied) timers.push(x);
+    return timers.sort(compareTimerTuples);
   }
 
   /** Restored timers of namespaces an adopted table schedules itself (see AdoptedTable.impliedTimers). */
@@ -549,8 +549,8 @@ export class OperatorHost {
     const maxP = this.maxParallelism;
     const keep = range ? (k: Key) => keyGroupRangeContains(range, keyGroupOf(k, maxP)) : undefined;
     this.backend.restore(tablesFromSnapshot(snap.state), keep);
-    this.eventTimers.restore(snap.eventTimers, keep);
-    this.processingTimers.restore(snap.processingTimers, keep);
+    this.eventTimers.restore(timersFromSnapshot(snap.eventTimers), keep);
+    this.processingTimers.restore(timersFromSnapshot(snap.processingTimers), keep);
     if (snap.channelWatermarks.length === this.channelWatermarks.length) {
       snap.channelWatermarks.forEach((w, i) => (this.channelWatermarks[i] = w));
       snap.channelIdle.forEach((b, i) => (this.channelIdle[i] = b));

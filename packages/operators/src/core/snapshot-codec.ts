@@ -58,3 +58,10 @@ export function unpackValues(bytes: Uint8Array): unknown[] {
   if (bytes.byteLength === 0) return [];
   return unpackr.unpackMultiple(bytes);
 }
+
+/** Byte-for-byte equality (the tests' check of kept packed bytes against bytes packed afresh). */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+}

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { TimerQueue } from "./timers";
+import { setKeptColumnsVerification } from "./state/backend";
+import { TimerQueue, timersFromSnapshot } from "./timers";
 
 /** Pops everything due up to `limit` the way the host does, returning [time, key, ns] in firing order. */
 function fireAll(q: TimerQueue, limit: number): Array<[number, string, string]> {
@@ -126,6 +127,57 @@ describe("TimerQueue", () => {
       [1, "n", "a"],
       [2, "", "a"],
     ]);
+  });
+
+  describe("snapshotPacked", () => {
+    // Ranges are 1024 ms wide: times up to 6 000 spread the timers over several, and each op below
+    // touches one, so most snapshots reuse some ranges' kept bytes and pack others afresh.
+    const op = fc.oneof(
+      { weight: 6, arbitrary: fc.tuple(fc.constant("register" as const), fc.integer({ min: 0, max: 6_000 }), fc.integer({ min: 0, max: 9 }), fc.constantFrom("", "", "x")) },
+      { weight: 2, arbitrary: fc.tuple(fc.constant("delete" as const), fc.integer({ min: 0, max: 6_000 }), fc.integer({ min: 0, max: 9 }), fc.constantFrom("", "", "x")) },
+      { weight: 1, arbitrary: fc.tuple(fc.constant("fire" as const), fc.integer({ min: 0, max: 6_000 }), fc.integer({ min: 0, max: 9 }), fc.constant("")) },
+      { weight: 2, arbitrary: fc.tuple(fc.constant("snapshot" as const), fc.constant(0), fc.constant(0), fc.constant("")) },
+    );
+    // Registered times repeat often enough (a few per range) for deletes and re-registrations to hit.
+    const timeOf = (t: number): number => t - (t % 250);
+
+    for (const verify of [true, false]) {
+      it(`lists exactly snapshot()'s timers whatever changed between calls (kept-bytes check ${verify ? "on" : "off"})`, () => {
+        // Off, the comparison with snapshot() alone must catch a range kept past a change.
+        setKeptColumnsVerification(verify);
+        try {
+          fc.assert(
+            fc.property(fc.array(op, { minLength: 50, maxLength: 300, size: "max" }), (ops) => {
+              const q = new TimerQueue();
+              for (const [what, t, i, ns] of ops) {
+                const time = timeOf(t);
+                if (what === "register") q.register(`k${i}`, time, ns);
+                else if (what === "delete") q.delete(`k${i}`, time, ns);
+                else if (what === "fire") {
+                  // Firing re-arms some keys later and deletes a pending one: both touch ranges.
+                  q.fireUpTo(time, (key, namespace, at) => {
+                    if (key < "k5") q.register(key, at + 1_300, namespace);
+                    else q.delete(`k${9 - Number(key.slice(1))}`, at, namespace);
+                  });
+                } else expect(timersFromSnapshot(q.snapshotPacked())).toEqual(q.snapshot());
+              }
+              expect(timersFromSnapshot(q.snapshotPacked())).toEqual(q.snapshot());
+              const r = new TimerQueue();
+              r.restore(timersFromSnapshot(q.snapshotPacked()));
+              expect(r.snapshot()).toEqual(q.snapshot());
+            }),
+            { numRuns: 300 },
+          );
+        } finally {
+          setKeptColumnsVerification(true);
+        }
+      });
+    }
+
+    it("reads lists written before packed ranges as they are", () => {
+      expect(timersFromSnapshot([[1, "", "a"]])).toEqual([[1, "", "a"]]);
+      expect(timersFromSnapshot({ packed: [] })).toEqual([]);
+    });
   });
 
   it("does not pile up stale times when timers are registered and deleted repeatedly", () => {

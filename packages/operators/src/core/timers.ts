@@ -4,9 +4,41 @@
 // different arrival order within the out-of-orderness bound emits the same sequence).
 import type { BatchContext, Key, WatermarkContext } from "./api";
 import { NumberMinHeap } from "./minheap";
+import { bytesEqual, packValues, unpackValues } from "./snapshot-codec";
+import { keptColumnsVerification } from "./state/backend";
 
 /** A timer in a snapshot: [time, namespace, key]. */
 export type TimerTuple = [number, string, Key];
+
+/**
+ * A queue's timers in a snapshot as packed ranges of time (TimerQueue.snapshotPacked): each chunk
+ * the packValues of its range's tuples in snapshot order, the chunks in time order, so that their
+ * tuples read in turn are the list TimerQueue.snapshot gives.
+ */
+export interface PackedTimers {
+  packed: Uint8Array[];
+}
+
+/** The timers of a snapshot, in either form (lists were written before PackedTimers, and still are beside implied timers). */
+export type TimersSnapshot = TimerTuple[] | PackedTimers;
+
+/** A snapshot's timers as tuples, in snapshot order. */
+export function timersFromSnapshot(timers: TimersSnapshot): TimerTuple[] {
+  if (Array.isArray(timers)) return timers;
+  const out: TimerTuple[] = [];
+  for (const chunk of timers.packed) for (const t of unpackValues(chunk)) out.push(t as TimerTuple);
+  return out;
+}
+
+/**
+ * The width, in ms of timer time, of a range kept packed between snapshots. Changed timers cluster
+ * in time (new ones about a window or a TTL after the watermark, fired ones at the watermark), so a
+ * checkpoint packs again a few ranges and copies the rest: rebuilding and packing the whole list was
+ * half of a 10 000-key velocity job's snapshot. A second's width puts a minute of cleanup timers in
+ * some sixty ranges; key groups would not do, a second's changed timers spread over most of them.
+ */
+const TIMER_RANGE_MS = 1024;
+const rangeOf = (time: number): number => Math.floor(time / TIMER_RANGE_MS);
 
 /** A timer being fired: the engine sets the key in scope and calls onTimer. */
 export interface DueTimer {
@@ -278,6 +310,12 @@ export class TimerQueue {
   /** Buckets that took unchecked appends since `size` last looked. */
   private readonly unchecked: Array<[number, Bucket]> = [];
   private firing: Firing | undefined = undefined;
+  /**
+   * The packed bytes of each range of time whose timers did not change since the last
+   * snapshotPacked (a change drops its range); undefined until the first, so that a queue never
+   * snapshotted pays nothing on its registrations.
+   */
+  private kept: Map<number, Uint8Array> | undefined = undefined;
 
   /** Number of registered timers (exact: buckets with unchecked appends are deduplicated first). */
   get size(): number {
@@ -318,6 +356,7 @@ export class TimerQueue {
       this.byTime.set(time, new Bucket(key, namespace));
       this.times.push(time);
       this.count++;
+      this.kept?.delete(rangeOf(time));
     } else {
       const wasUnchecked = bucket.unchecked;
       const before = bucket.count;
@@ -326,6 +365,7 @@ export class TimerQueue {
         return false;
       }
       this.count += bucket.count - before;
+      this.kept?.delete(rangeOf(time));
       if (bucket.unchecked && !wasUnchecked) {
         this.unchecked.push([time, bucket]);
         // Without a `size` call (no metrics polled) fired buckets would stay referenced here.
@@ -349,6 +389,7 @@ export class TimerQueue {
     const removed = bucket.remove(key, namespace);
     this.count += bucket.count - before; // -1, and any repeats an index dropped
     if (!removed) return false;
+    this.kept?.delete(rangeOf(time));
     if (bucket.count === 0) {
       // The time stays in the heap and is skipped when reached; rebuild if such stale times pile up.
       this.byTime.delete(time);
@@ -386,6 +427,7 @@ export class TimerQueue {
     for (let t = this.peekTime(); t !== undefined && t <= upTo; t = this.peekTime()) {
       const bucket = this.byTime.get(t) as Bucket;
       this.byTime.delete(t);
+      this.kept?.delete(rangeOf(t));
       this.count -= bucket.count; // before inOrder() drops repeats: what was counted goes
       const { keys, nss, ns0 } = bucket.inOrder();
       const f: Firing = { time: t, bucket, lastKey: undefined, lastNs: DEFAULT_NS, cancelled: undefined };
@@ -456,6 +498,47 @@ export class TimerQueue {
     return out;
   }
 
+  /**
+   * The snapshot form kept between checkpoints: snapshot()'s list packed in ranges of time, of
+   * which only those changed since the last call are packed again (see TIMER_RANGE_MS).
+   */
+  snapshotPacked(): PackedTimers {
+    this.settle();
+    const kept = (this.kept ??= new Map());
+    // Tests check every kept range against its timers packed afresh (as the heap tables' kept columns).
+    const verify = keptColumnsVerification();
+    const ranges = new Map<number, number[]>();
+    for (const t of this.byTime.keys()) {
+      const r = rangeOf(t);
+      let times = ranges.get(r);
+      if (times === undefined) ranges.set(r, (times = []));
+      if (verify || !kept.has(r)) times.push(t);
+    }
+    const packed: Uint8Array[] = [];
+    for (const r of [...ranges.keys()].sort((a, b) => a - b)) {
+      let bytes = kept.get(r);
+      if (bytes === undefined || verify) {
+        const fresh = this.packRange(ranges.get(r) as number[]);
+        if (bytes !== undefined && !bytesEqual(bytes, fresh)) throw new Error(`timer range ${r * TIMER_RANGE_MS}..${(r + 1) * TIMER_RANGE_MS} ms: kept bytes differ from its timers`);
+        bytes = fresh;
+        kept.set(r, bytes);
+      }
+      packed.push(bytes);
+    }
+    return { packed };
+  }
+
+  /** The timers at `times` (one range's) as packed snapshot tuples, in snapshot order. */
+  private packRange(times: number[]): Uint8Array {
+    times.sort((a, b) => a - b);
+    const tuples: TimerTuple[] = [];
+    for (const t of times) {
+      const { keys, nss, ns0 } = (this.byTime.get(t) as Bucket).inOrder();
+      for (let i = 0; i < keys.length; i++) tuples.push([t, nss === undefined ? ns0 : (nss[i] as string), keys[i] as Key]);
+    }
+    return packValues(tuples);
+  }
+
   restore(timers: readonly TimerTuple[], keep?: (key: Key) => boolean): void {
     this.clear();
     for (const [time, namespace, key] of timers) if (!keep || keep(key)) this.register(key, time, namespace);
@@ -470,6 +553,7 @@ export class TimerQueue {
   }
 
   clear(): void {
+    this.kept = undefined;
     this.byTime.clear();
     this.times.clear();
     this.unchecked.length = 0;

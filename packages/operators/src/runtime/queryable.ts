@@ -4,7 +4,7 @@
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot } from "../core/snapshot-codec";
 import { tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
-import type { TimerTuple } from "../core/timers";
+import { timersFromSnapshot, type TimersSnapshot } from "../core/timers";
 
 export interface KeyStateEntry {
   /** The state's name as the operator declared it (e.g. "velocity", a window's slices). */
@@ -38,8 +38,8 @@ interface JobSnapshotView {
 interface OperatorSnapshotView {
   watermark?: number;
   state?: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
-  eventTimers?: TimerTuple[];
-  processingTimers?: TimerTuple[];
+  eventTimers?: TimersSnapshot;
+  processingTimers?: TimersSnapshot;
 }
 
 /** TTL'd entries are stored as { v, t } (core/state/handles.ts, Flink's TtlValue). */
@@ -77,7 +77,7 @@ export function queryKeyState(jobSnapshot: Uint8Array, nodeId: string, key: Key)
   for (const table of tablesFromSnapshot(op?.state ?? [])) {
     for (const [k, stored] of table.entries) if (k === key) state.push(entryOf(table, stored));
   }
-  const timers = (list: TimerTuple[] | undefined): KeyTimer[] =>
-    (list ?? []).filter((t) => t[2] === key).map(([time, namespace]) => ({ time, namespace })).sort((a, b) => a.time - b.time || (a.namespace < b.namespace ? -1 : 1));
+  const timers = (list: TimersSnapshot | undefined): KeyTimer[] =>
+    timersFromSnapshot(list ?? []).filter((t) => t[2] === key).map(([time, namespace]) => ({ time, namespace })).sort((a, b) => a.time - b.time || (a.namespace < b.namespace ? -1 : 1));
   return { nodeId, key, state, timers: { eventTime: timers(op?.eventTimers), processingTime: timers(op?.processingTimers) }, watermark: op?.watermark ?? Number.NEGATIVE_INFINITY };
 }

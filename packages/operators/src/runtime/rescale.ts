@@ -10,7 +10,7 @@
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot, encodeSnapshot } from "../core/snapshot-codec";
 import { tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot, type TableSnapshot } from "../core/state";
-import type { TimerTuple } from "../core/timers";
+import { timersFromSnapshot, type TimersSnapshot, type TimerTuple } from "../core/timers";
 
 const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
 const OPERATOR_SNAPSHOT_FORMAT = "keyflow.operator-snapshot/v1";
@@ -30,8 +30,8 @@ interface OperatorSnapshotView {
   channelIdle: boolean[];
   processingTime: number;
   state: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
-  eventTimers: TimerTuple[];
-  processingTimers: TimerTuple[];
+  eventTimers: TimersSnapshot;
+  processingTimers: TimersSnapshot;
   operator: JsonValue | null;
   counters: { recordsIn: number; recordsOut: number; late: number };
   [other: string]: unknown;
@@ -77,8 +77,8 @@ export function mergeOperatorSnapshots(parts: ReadonlyArray<{ bytes: Uint8Array;
         for (const e of t.entries) into.entries.push(e as [Key, unknown]);
       }
     }
-    for (const t of s.eventTimers) eventTimers.push(t);
-    for (const t of s.processingTimers) processingTimers.push(t);
+    for (const t of timersFromSnapshot(s.eventTimers)) eventTimers.push(t);
+    for (const t of timersFromSnapshot(s.processingTimers)) processingTimers.push(t);
     watermark = Math.min(watermark, s.watermark);
     processingTime = Math.max(processingTime, s.processingTime);
     if (s.channelWatermarks.length === channelWatermarks.length) {
