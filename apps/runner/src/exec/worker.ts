@@ -121,10 +121,13 @@ async function main(): Promise<void> {
         continue;
       }
       time.switchTo("idle");
+      let due: ReturnType<typeof setTimeout> | undefined;
       await new Promise<void>((resolve) => {
         wake = resolve;
-        if (dueIn !== Number.POSITIVE_INFINITY) setTimeout(wakeUp, dueIn);
+        if (dueIn !== Number.POSITIVE_INFINITY) due = setTimeout(wakeUp, dueIn);
       });
+      // Woken by input first: a timer left behind would wake a later, unrelated wait.
+      clearTimeout(due);
       continue;
     }
     time.switchTo("busy");

@@ -6,7 +6,7 @@
  * every batch would copy the state over and over; at this pace a barrier is left with at most this
  * long's changes to pack.
  */
-export const MATERIALIZE_EVERY_MS = 50;
+const MATERIALIZE_EVERY_MS = 50;
 
 export class MaterializePacer {
   private last = performance.now();

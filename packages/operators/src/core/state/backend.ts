@@ -3,7 +3,7 @@
 // synchronous interface (Flink's HashMapStateBackend versus EmbeddedRocksDBStateBackend).
 import type { Key } from "../api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from "../keys";
-import { packValue, packValues, unpackValues } from "../snapshot-codec";
+import { bytesEqual, packValue, packValues, unpackValues } from "../snapshot-codec";
 import { estimateBytes, MAP_ENTRY_OVERHEAD } from "./size";
 
 export type StateKind = "value" | "list" | "map";
@@ -233,18 +233,21 @@ class HeapStateTable<V> implements StateTable<V> {
   }
   /** Packs the values changed since the last snapshot into its kept columns (see KeyedStateBackend.materialize). */
   materialize(maxParallelism: number): void {
+    this.usableColumns(maxParallelism)?.update(this.map);
+  }
+
+  /** The kept columns, unless there are none for this maxParallelism or they went stale (then they are built afresh). */
+  private usableColumns(maxParallelism: number): SnapshotColumns | undefined {
     const columns = this.columns;
-    if (columns !== undefined && columns.maxParallelism === maxParallelism && !columns.stale) columns.update(this.map);
+    return columns !== undefined && columns.maxParallelism === maxParallelism && !columns.stale ? columns : undefined;
   }
 
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
   snapshotColumns(maxParallelism: number): PackedColumns {
-    if (this.columns === undefined || this.columns.maxParallelism !== maxParallelism || this.columns.stale) {
-      this.columns = new SnapshotColumns(this.map, maxParallelism, this.kind);
-    } else {
-      this.columns.update(this.map);
-    }
-    const out = this.columns.concat();
+    const kept = this.usableColumns(maxParallelism);
+    if (kept === undefined) this.columns = new SnapshotColumns(this.map, maxParallelism, this.kind);
+    else kept.update(this.map);
+    const out = (this.columns as SnapshotColumns).concat();
     if (verifyKeptColumns) {
       const at = firstDifference(out, new SnapshotColumns(this.map, maxParallelism, this.kind).concat());
       if (at !== undefined) throw new Error(`state "${this.name}": the kept snapshot columns differ from the state at key ${JSON.stringify(at)} (a stored object changed in place without being read, written or reported since the last snapshot)`);
@@ -280,12 +283,6 @@ function firstDifference(a: PackedColumns, b: PackedColumns): string | undefined
   const vb = unpackChunks(b.packed);
   for (let i = 0; i < a.keys.length; i++) if (JSON.stringify(va[i]) !== JSON.stringify(vb[i])) return a.keys[i];
   return "(same values, other bytes)";
-}
-
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.byteLength !== b.byteLength) return false;
-  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 const NO_KEYS: Key[] = [];
