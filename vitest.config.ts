@@ -15,8 +15,9 @@ export default defineConfig({
           exclude: [...ignored, "**/*.int.test.ts"],
           testTimeout: 30_000,
           // Heap snapshots check their kept columns against the state (backend.ts): an operator
-          // changing a stored object in place without telling the table fails its tests.
-          setupFiles: ["packages/operators/src/testing/verify-kept-columns.setup.ts"],
+          // changing a stored object in place without telling the table fails its tests. Property
+          // tests generate larger inputs than fast-check's default (see property-size.setup.ts).
+          setupFiles: ["packages/operators/src/testing/verify-kept-columns.setup.ts", "packages/operators/src/testing/property-size.setup.ts"],
         },
       },
       {
