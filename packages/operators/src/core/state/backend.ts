@@ -192,32 +192,40 @@ export interface AdoptedTable extends StateTable<unknown> {
    */
   impliedTimers?(): Array<[number, string, Key]>;
   readonly impliedTimerNamespaces?: readonly string[];
+  /**
+   * A table that reports every change of a key's stored value keeps its packed columns between
+   * snapshots as the heap's own tables do (see KeptColumns): the backend then snapshots it in the
+   * packed form through these, and otherwise rebuilds its columns whole at every snapshot.
+   */
+  snapshotColumns?(maxParallelism: number): PackedColumns;
+  materialize?(maxParallelism: number): void;
 }
 
 class HeapStateTable<V> implements StateTable<V> {
   readonly map = new Map<Key, V>();
   readonly storesByReference = true;
-  /** The packed columns of the last snapshot, kept for the next one (see SnapshotColumns); undefined until the first. */
-  private columns: SnapshotColumns | undefined;
+  private readonly kept: KeptColumns;
   constructor(
     readonly name: string,
     readonly kind: StateKind,
-  ) {}
+  ) {
+    this.kept = new KeptColumns(name, kind);
+  }
   get(key: Key): V | undefined {
     // Whoever reads a stored object may change it in place (the by-reference handles and window
     // operators do, without writing it back): a read counts as a change for the next snapshot.
-    if (this.columns !== undefined) this.columns.touched(key, this.map.size);
+    this.kept.touched(key, this.map.size);
     return this.map.get(key);
   }
   put(key: Key, value: V): void {
     this.map.set(key, value);
-    if (this.columns !== undefined) this.columns.touched(key, this.map.size);
+    this.kept.touched(key, this.map.size);
   }
   changedInPlace(key: Key): void {
-    if (this.columns !== undefined) this.columns.touched(key, this.map.size);
+    this.kept.touched(key, this.map.size);
   }
   delete(key: Key): void {
-    if (this.map.delete(key) && this.columns !== undefined) this.columns.touched(key, this.map.size);
+    if (this.map.delete(key)) this.kept.touched(key, this.map.size);
   }
   has(key: Key): boolean {
     return this.map.has(key);
@@ -233,26 +241,68 @@ class HeapStateTable<V> implements StateTable<V> {
   }
   /** Packs the values changed since the last snapshot into its kept columns (see KeyedStateBackend.materialize). */
   materialize(maxParallelism: number): void {
-    this.usableColumns(maxParallelism)?.update(this.map);
+    this.kept.materialize(this.map, maxParallelism);
+  }
+  /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
+  snapshotColumns(maxParallelism: number): PackedColumns {
+    return this.kept.snapshot(this.map, maxParallelism);
+  }
+}
+
+/** A table whose packed columns are kept between snapshots: the heap's own, or an adopted one that reports its changes. */
+function keepsColumns(t: StateTable<unknown>): KeepsColumns | undefined {
+  if (t instanceof HeapStateTable) return t;
+  const adopted = t as AdoptedTable;
+  return adopted.snapshotColumns !== undefined ? (adopted as KeepsColumns) : undefined;
+}
+
+type KeepsColumns = Required<Pick<AdoptedTable, "snapshotColumns">> & Pick<AdoptedTable, "materialize">;
+
+/** What SnapshotColumns reads of a table: its keys, and each key's value in stored form. */
+export interface StoredValues {
+  get(key: Key): unknown;
+  keys(): Iterable<Key>;
+}
+
+/**
+ * A table's packed snapshot columns kept from one snapshot to the next (SnapshotColumns), for the
+ * heap's tables and for adopted tables that report their changes. Until the first snapshot no
+ * change is recorded, so a table never snapshotted pays nothing on its reads and writes.
+ */
+export class KeptColumns {
+  private columns: SnapshotColumns | undefined;
+  constructor(
+    private readonly name: string,
+    private readonly kind: StateKind,
+  ) {}
+
+  /** The key's stored value may have changed; `size` is the table's (too many changes and the columns are rebuilt instead). */
+  touched(key: Key, size: number): void {
+    if (this.columns !== undefined) this.columns.touched(key, size);
   }
 
-  /** The kept columns, unless there are none for this maxParallelism or they went stale (then they are built afresh). */
-  private usableColumns(maxParallelism: number): SnapshotColumns | undefined {
-    const columns = this.columns;
-    return columns !== undefined && columns.maxParallelism === maxParallelism && !columns.stale ? columns : undefined;
+  /** Packs the values changed since the last snapshot now (see KeyedStateBackend.materialize). */
+  materialize(values: StoredValues, maxParallelism: number): void {
+    this.usable(maxParallelism)?.update(values);
   }
 
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
-  snapshotColumns(maxParallelism: number): PackedColumns {
-    const kept = this.usableColumns(maxParallelism);
-    if (kept === undefined) this.columns = new SnapshotColumns(this.map, maxParallelism, this.kind);
-    else kept.update(this.map);
-    const out = (this.columns as SnapshotColumns).concat();
+  snapshot(values: StoredValues, maxParallelism: number): PackedColumns {
+    let columns = this.usable(maxParallelism);
+    if (columns === undefined) this.columns = columns = new SnapshotColumns(values, maxParallelism, this.kind);
+    else columns.update(values);
+    const out = columns.concat();
     if (verifyKeptColumns) {
-      const at = firstDifference(out, new SnapshotColumns(this.map, maxParallelism, this.kind).concat());
+      const at = firstDifference(out, new SnapshotColumns(values, maxParallelism, this.kind).concat());
       if (at !== undefined) throw new Error(`state "${this.name}": the kept snapshot columns differ from the state at key ${JSON.stringify(at)} (a stored object changed in place without being read, written or reported since the last snapshot)`);
     }
     return out;
+  }
+
+  /** The kept columns, unless there are none for this maxParallelism or they went stale (then they are built afresh). */
+  private usable(maxParallelism: number): SnapshotColumns | undefined {
+    const columns = this.columns;
+    return columns !== undefined && columns.maxParallelism === maxParallelism && !columns.stale ? columns : undefined;
   }
 }
 
@@ -299,7 +349,7 @@ interface PackedGroup {
 }
 
 /** A table's snapshot as SnapshotColumns keeps it: the keys in order and the per-group chunks. */
-interface PackedColumns {
+export interface PackedColumns {
   keys: Key[];
   packedKeys: Uint8Array[];
   packed: Uint8Array[];
@@ -316,7 +366,7 @@ interface PackedColumns {
  * table's size: past it the columns are dropped and rebuilt at the next snapshot, so a job that
  * stops checkpointing does not accumulate them.
  */
-class SnapshotColumns<V = unknown> {
+class SnapshotColumns {
   private readonly groups: PackedGroup[] = [];
   private readonly reported: Key[] = [];
   private lastReported: Key | undefined = undefined;
@@ -326,7 +376,7 @@ class SnapshotColumns<V = unknown> {
   stale = false;
 
   constructor(
-    map: ReadonlyMap<Key, V>,
+    map: StoredValues,
     readonly maxParallelism: number,
     private readonly kind: StateKind,
   ) {
@@ -335,13 +385,13 @@ class SnapshotColumns<V = unknown> {
     byGroup.forEach((keys, g) => {
       if (keys.length > 1) keys.sort();
       const values: unknown[] = new Array(keys.length);
-      for (let i = 0; i < keys.length; i++) values[i] = this.stored(map.get(keys[i] as Key) as V);
+      for (let i = 0; i < keys.length; i++) values[i] = this.stored(map.get(keys[i] as Key));
       const pieces = values.map((v) => packValue(v));
       this.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
     });
   }
 
-  private stored(v: V): unknown {
+  private stored(v: unknown): unknown {
     return this.kind === "map" ? flatten(v as Map<string, unknown>) : v;
   }
 
@@ -356,7 +406,7 @@ class SnapshotColumns<V = unknown> {
   }
 
   /** Packs the reported keys' current values into their groups, merging in added and removed keys. */
-  update(map: ReadonlyMap<Key, V>): void {
+  update(map: StoredValues): void {
     if (this.reported.length === 0) return;
     const changed: Key[][] = [];
     const seen = new Set<Key>();
@@ -372,7 +422,7 @@ class SnapshotColumns<V = unknown> {
   }
 
   /** One group again: the `changed` keys (sorted) packed anew or dropped, the runs between them copied. */
-  private repack(g: number, changed: readonly Key[], map: ReadonlyMap<Key, V>): void {
+  private repack(g: number, changed: readonly Key[], map: StoredValues): void {
     const old = this.groups[g];
     const oldKeys = old?.keys ?? NO_KEYS;
     const oldBytes = old?.bytes ?? NO_BYTES;
@@ -561,7 +611,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   materialize(maxParallelism = DEFAULT_MAX_PARALLELISM): void {
-    for (const t of this.byName.values()) if (t instanceof HeapStateTable) t.materialize(maxParallelism);
+    for (const t of this.byName.values()) keepsColumns(t)?.materialize?.(maxParallelism);
   }
 
   snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM): Array<PackedTableSnapshot | ColumnarTableSnapshot> {
@@ -571,8 +621,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     let previous: Key[] | undefined;
     return names.map((name) => {
       const t = this.byName.get(name) as StateTable<unknown>;
-      if (t instanceof HeapStateTable) {
-        const { keys, packedKeys, packed } = t.snapshotColumns(maxParallelism);
+      const kept = keepsColumns(t);
+      if (kept !== undefined) {
+        const { keys, packedKeys, packed } = kept.snapshotColumns(maxParallelism);
         const same = previous !== undefined && (previous === keys || sameKeys(previous, keys));
         if (!same) previous = keys;
         return { name, kind: t.kind, packedKeys: same ? null : packedKeys, packed };

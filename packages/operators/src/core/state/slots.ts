@@ -5,7 +5,7 @@
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
 import { NumberMinHeap } from "../minheap";
-import type { AdoptedTable, StateKind } from "./backend";
+import { KeptColumns, type AdoptedTable, type PackedColumns, type StateKind } from "./backend";
 
 /** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
 export function hashKey(key: string): number {
@@ -364,7 +364,7 @@ export class SlotTableView extends OperatorKeptTable {
   constructor(
     readonly name: string,
     readonly kind: StateKind,
-    private readonly slots: KeySlots,
+    protected readonly slots: KeySlots,
     private readonly valueAt: (slot: number) => unknown,
     readonly load: (entries: ReadonlyArray<readonly [Key, unknown]>) => void,
     private readonly heapBytes?: () => number,
@@ -383,5 +383,28 @@ export class SlotTableView extends OperatorKeptTable {
   }
   estimatedBytes(): number {
     return this.heapBytes?.() ?? 0;
+  }
+}
+
+/**
+ * A SlotTableView whose owner reports every change of a slot's value (changed()): its snapshot
+ * columns are then kept from one snapshot to the next and only the changed keys packed again, as
+ * for the heap's own tables, where the plain view's columns are rebuilt whole at every snapshot.
+ * Worth it where most keys stay unchanged between checkpoints (a window over many quiet keys).
+ */
+export class ChangeReportingSlotTableView extends SlotTableView {
+  private readonly kept = new KeptColumns(this.name, this.kind);
+
+  /** The key's value was written, changed in place or removed since it was last reported. */
+  changed(key: Key): void {
+    this.kept.touched(key, this.slots.size);
+  }
+
+  snapshotColumns(maxParallelism: number): PackedColumns {
+    return this.kept.snapshot(this, maxParallelism);
+  }
+
+  materialize(maxParallelism: number): void {
+    this.kept.materialize(this, maxParallelism);
   }
 }

@@ -7,7 +7,7 @@
 // loads. Timers stay the host's (one per key, as on the handle path), so snapshots hold the same
 // state and timers whichever storage wrote them.
 import type { Key, RuntimeContext } from "../../core/api";
-import { estimateBytes, hashKey, KeySlots, SlotTableView } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, hashKey, KeySlots } from "../../core/state";
 import type { SliceState } from "./sliced-window";
 
 /** Above this many live keys, estimatedBytes() samples the slice arrays evenly. */
@@ -22,8 +22,24 @@ export class SliceTable {
   /** What lookUp()'s stages read, kept so that the compiler keeps the reads. */
   private touched = 0;
 
+  private readonly view: ChangeReportingSlotTableView;
+
   constructor(name: string, adopt: NonNullable<RuntimeContext["adoptState"]>) {
-    adopt(new SlotTableView(name, "value", this.slots, (s) => this.rows[s], (entries) => this.load(entries), () => this.estimatedBytes()));
+    // Change-reporting: a checkpoint then packs only the keys whose slices changed since the last
+    // one, as it did when the slices were in the heap backend's own table; rebuilding the columns
+    // whole made a snapshot of 100 k keys with 1 % changed three times slower.
+    this.view = adopt(new ChangeReportingSlotTableView(name, "value", this.slots, (s) => this.rows[s], (entries) => this.load(entries), () => this.estimatedBytes()));
+  }
+
+  /** The key's slices were changed in place (a snapshot packs them again); add, delete and replace report themselves. */
+  changed(key: Key): void {
+    this.view.changed(key);
+  }
+
+  /** Gives the key at `slot` a new array of slices. */
+  replace(key: Key, slot: number, st: SliceState): void {
+    this.rows[slot] = st;
+    this.view.changed(key);
   }
 
   /** The key's slot, or -1 (then add() may give it one). */
@@ -35,10 +51,12 @@ export class SliceTable {
   add(key: Key, st: SliceState): number {
     const slot = this.slots.addMissing(key);
     this.rows[slot] = st;
+    this.view.changed(key);
     return slot;
   }
 
   delete(slot: number): void {
+    this.view.changed(this.slots.keyAt(slot) as Key);
     this.slots.delete(slot);
     this.rows[slot] = undefined;
   }

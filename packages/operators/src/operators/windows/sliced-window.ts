@@ -233,7 +233,8 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     // In the table, the array read is the stored one: only a new array is written (find() just
     // missed when slot < 0: emitting and timers do not change the slots).
     else if (slot < 0) table.add(ctx.key as Key, st);
-    else if (st !== found) table.rows[slot] = st;
+    else if (st !== found) table.replace(ctx.key as Key, slot, st);
+    else table.changed(ctx.key as Key);
   }
 
   onTimer(timer: TimerFiring, ctx: ProcessContext): void {
@@ -310,6 +311,7 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     st[T] = need;
     // In the table, the array read is the stored one, changed in place.
     if (this.table === undefined) this.state.update(st);
+    else this.table.changed(ctx.key as Key);
   }
 
   /** Writes a fresh accumulator at st[off, off + width), growing st when off is its end. */
