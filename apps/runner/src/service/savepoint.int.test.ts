@@ -102,6 +102,9 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
   it("savepoint at parallelism 2, restore at 1 and at 3: before + after equals the uninterrupted run; a changed graph is refused", async () => {
     const deployed = await api<JobView>("POST", "/jobs", { deploymentId: `sp-${run}-a`, pipeline: pipeline(`sp-${run}-a`) });
     expect(deployed.status, JSON.stringify(deployed.json)).toBe(201);
+    // Held to about 25 s of input until the stop: unthrottled, a fast run read all 120 000
+    // records before the savepoint CLI had started, and the stop found nothing left to cut.
+    expect((await api("POST", `/jobs/sp-${run}-a/nodes/alerts/throttle`, { recordsPerSecond: 5_000 })).status).toBe(200);
     await eventually(async () => ((await api<JobView>("GET", `/jobs/sp-${run}-a`)).json.lastCheckpoint?.id ?? 0) >= 2, "two checkpoints of the first job", 60_000, 20);
 
     // A savepoint of the running job (`keyflow savepoint`, over POST /jobs/:id/savepoint): a
@@ -115,7 +118,9 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
     expect(meta.parallelism).toBe(2);
     expect(meta.savepointOf.jobId).toBe(`sp-${run}-a`);
 
-    // Stop with a savepoint: the first job's output ends exactly at it.
+    // Stop with a savepoint: the first job's output ends exactly at it. The throttle is lifted first,
+    // since a stop lets the sink drain what is in flight.
+    expect((await api("POST", `/jobs/sp-${run}-a/nodes/alerts/throttle`, { recordsPerSecond: null })).status).toBe(200);
     const stopped = await api<JobView & { savepointPath: string }>("POST", `/jobs/sp-${run}-a/stop?savepoint=true`, {});
     expect(stopped.status, JSON.stringify(stopped.json)).toBe(200);
     expect(stopped.json.status).toBe("stopped");
