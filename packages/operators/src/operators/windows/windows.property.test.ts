@@ -78,6 +78,7 @@ function engineRun(c: Case, ooo: number, events: RefEvent[], snapshotAt?: number
  * over the heap's Map table, whose snapshots are in the form the tree before the slot table wrote.
  */
 type Storage = "heap" | "serializing" | "heap-map";
+const storageArb = fc.constantFrom<Storage>("heap", "serializing", "heap-map");
 const storageBackend = (s: Storage): (() => HeapKeyedStateBackend | SerializingStateBackend) | undefined =>
   s === "heap" ? undefined : s === "serializing" ? () => new SerializingStateBackend() : () => Object.assign(new HeapKeyedStateBackend(), { adoptTable: undefined });
 const storageOpts = (s: Storage): HarnessOptions => {
@@ -121,15 +122,18 @@ function batchedRun(c: Case, ooo: number, events: RefEvent[], storage: Storage, 
   return out;
 }
 
-/** Tumbling and hopping cases (the slot table's windows) over up to 40 keys, so that slots are freed and reused, plus `more`. */
-function slotTableScenario<T extends Record<string, unknown>>(more: { [K in keyof T]: fc.Arbitrary<T[K]> }) {
+/**
+ * Tumbling and hopping cases (the slot table's windows) over up to 40 keys, so that slots are freed
+ * and reused, plus `more`; lateness, out-of-orderness and the number of events within `bounds`.
+ */
+function slotTableScenario<T extends Record<string, unknown>>(more: { [K in keyof T]: fc.Arbitrary<T[K]> }, bounds = { lateness: 20, ooo: 30, minEvents: 0 }) {
   return fc
-    .tuple(aggregateArb, fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 30 }))
+    .tuple(aggregateArb, fc.integer({ min: 0, max: bounds.lateness }), fc.integer({ min: 0, max: bounds.ooo }))
     .chain(([agg, lateness, ooo]) =>
       fc.record({
         c: caseArb(agg, lateness).filter((c) => c.type !== "window.session"),
         ooo: fc.constant(ooo),
-        events: fc.array(fc.tuple(eventArb(agg), fc.integer({ min: 0, max: 39 })), { maxLength: 120 }),
+        events: fc.array(fc.tuple(eventArb(agg), fc.integer({ min: 0, max: 39 })), { minLength: bounds.minEvents, maxLength: 120 }),
         more: fc.record(more),
       }),
     )
@@ -280,8 +284,8 @@ describe("window operators against the reference model", () => {
 
   it("the slot table equals the model with up to 40 keys (slots freed and reused), restored at several records across all three storages", () => {
     const arb = slotTableScenario({
-      restores: fc.array(fc.tuple(fc.nat(), fc.constantFrom<Storage>("heap", "serializing", "heap-map")), { maxLength: 3 }),
-      first: fc.constantFrom<Storage>("heap", "serializing", "heap-map"),
+      restores: fc.array(fc.tuple(fc.nat(), storageArb), { maxLength: 3 }),
+      first: storageArb,
     });
     fc.assert(
       fc.property(arb, ({ c, ooo, events, restores, first }) => {
@@ -331,18 +335,7 @@ describe("window operators against the reference model", () => {
       { start: 0, end: 63 },
       { start: 64, end: 127 },
     ];
-    const arb = fc
-      .tuple(aggregateArb, fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 20 }))
-      .chain(([agg, lateness, ooo]) =>
-        fc.record({
-          c: caseArb(agg, lateness).filter((c) => c.type !== "window.session"),
-          ooo: fc.constant(ooo),
-          events: fc.array(fc.tuple(eventArb(agg), fc.integer({ min: 0, max: 39 })), { minLength: 1, maxLength: 120 }),
-          cut: fc.nat(),
-          writer: fc.constantFrom<Storage>("heap", "serializing", "heap-map"),
-          readers: fc.tuple(fc.constantFrom<Storage>("heap", "serializing", "heap-map"), fc.constantFrom<Storage>("heap", "serializing", "heap-map")),
-        }),
-      );
+    const arb = slotTableScenario({ cut: fc.nat(), writer: storageArb, readers: fc.tuple(storageArb, storageArb) }, { lateness: 10, ooo: 20, minEvents: 1 });
     const sorted = (xs: Array<{ port: string; value: JsonObject; timestamp: number; key?: string }>): string[] => xs.map((x) => JSON.stringify([x.key, x.timestamp, x.port, x.value])).sort();
     fc.assert(
       fc.property(arb, ({ c, ooo, events, cut, writer, readers }) => {
