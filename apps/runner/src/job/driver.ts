@@ -544,9 +544,9 @@ export class JobDriver {
         pacer.packed();
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
-        // barrier, where the exactly-once sinks' commit (and so every alert) waits for it.
-        job.materialize();
-        pacer.packed();
+        // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice
+        // at a time, taking input between slices (the next take waits 0 ms).
+        pacer.materializeSlice(job);
       }
     }
     return true;

@@ -107,7 +107,7 @@ describe("materializing heap state while the job waits for input", () => {
     expect(paced.checkpoints).toBeGreaterThan(0);
     expect(paced.failed).toEqual([]);
     expect(materialize.mock.calls.length).toBeGreaterThan(0);
-    materialize.mockImplementation(() => undefined);
+    materialize.mockImplementation(() => true);
     const plain = await run(dirs[1]!, doc, 80);
     expect(plain.status).toBe("finished");
     expect(read(dirs[0]!)).toEqual(read(dirs[1]!));

@@ -37,6 +37,7 @@ import {
   type AdoptedTable,
   type KeyScope,
   type KeyedStateBackend,
+  type MaterializeBudget,
   type StateKind,
   type StateTable,
   type TableSnapshot,
@@ -491,9 +492,9 @@ export class OperatorHost {
 
   // ---- snapshot / restore --------------------------------------------------------------------
 
-  /** Packs the keyed state changed since the last snapshot now, ahead of the next (see KeyedStateBackend.materialize). */
-  materialize(): void {
-    this.backend.materialize?.(this.maxParallelism);
+  /** Packs the keyed state changed since the last snapshot now (or a budget's worth), ahead of the next (see KeyedStateBackend.materialize). */
+  materialize(budget?: MaterializeBudget): boolean {
+    return this.backend.materialize?.(this.maxParallelism, budget) ?? true;
   }
 
   /** Everything needed to continue exactly: keyed state, timers, watermarks, operator state, counters. */

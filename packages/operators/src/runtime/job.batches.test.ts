@@ -65,8 +65,11 @@ type Action =
   | { a: "clock"; by: number }
   | { a: "idle"; p: number }
   | { a: "drain" }
-  | { a: "materialize" }
+  | { a: "materialize"; slice?: number }
   | { a: "snapshot"; restore: boolean };
+
+/** A materialization of everything, or one slice of a few values (what the runner does between two inputs). */
+const materializeArb: fc.Arbitrary<Action> = fc.oneof(fc.constant({ a: "materialize" as const }), fc.record({ a: fc.constant("materialize" as const), slice: fc.integer({ min: 0, max: 3 }) }));
 
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 30, arbitrary: fc.record({ a: fc.constant("record" as const), card: fc.constantFrom("a", "b", "c", "d", "e"), ts: fc.integer({ min: 0, max: 120 }), amount: fc.oneof({ weight: 9, arbitrary: fc.integer({ min: 0, max: 9 }) }, { weight: 1, arbitrary: fc.constant("lots") }), p: fc.integer({ min: 0, max: 1 }) }) },
@@ -74,7 +77,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ a: fc.constant("clock" as const), by: fc.integer({ min: 1, max: 50 }) }) },
   { weight: 1, arbitrary: fc.record({ a: fc.constant("idle" as const), p: fc.integer({ min: 0, max: 1 }) }) },
   { weight: 1, arbitrary: fc.constant({ a: "drain" as const }) },
-  { weight: 1, arbitrary: fc.constant({ a: "materialize" as const }) },
+  { weight: 1, arbitrary: materializeArb },
   { weight: 1, arbitrary: fc.record({ a: fc.constant("snapshot" as const), restore: fc.boolean() }) },
 );
 
@@ -107,7 +110,7 @@ function run(doc: PipelineDocumentInput, actions: readonly Action[], batches: bo
         break;
       case "materialize":
         // What the runner does while it waits for input: pack changed state ahead of the barrier.
-        if (materialize) job.materialize();
+        if (materialize) job.materialize(x.slice);
         break;
       case "snapshot": {
         // A checkpoint barrier: the snapshot is taken between two records, without draining first.
@@ -169,7 +172,7 @@ describe("LocalJob batches", () => {
 
   it("packing changed state ahead of a snapshot (materialize, at any point) changes no emission, snapshot or metric", () => {
     // Materializations and snapshots often, so that a key is packed ahead and not touched again before the next snapshot.
-    const often: fc.Arbitrary<Action> = fc.oneof({ weight: 4, arbitrary: actionArb }, { weight: 1, arbitrary: fc.constant({ a: "materialize" as const }) }, { weight: 1, arbitrary: fc.record({ a: fc.constant("snapshot" as const), restore: fc.boolean() }) });
+    const often: fc.Arbitrary<Action> = fc.oneof({ weight: 4, arbitrary: actionArb }, { weight: 1, arbitrary: materializeArb }, { weight: 1, arbitrary: fc.record({ a: fc.constant("snapshot" as const), restore: fc.boolean() }) });
     fc.assert(
       fc.property(fc.array(often, { maxLength: 120 }), fc.boolean(), fc.boolean(), fc.boolean(), (actions, lateSink, diamond, batches) => {
         const doc = pipeline(lateSink, diamond);

@@ -7,7 +7,7 @@ import { OperatorHost } from "../core/host";
 import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
 import type { OperatorServices, OperatorSpec } from "../core/spec";
-import type { KeyedStateBackend } from "../core/state";
+import type { KeyedStateBackend, MaterializeBudget } from "../core/state";
 import { decodeSnapshot, encodeSnapshot, PROTO_FIELD_REFUSAL } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
 import type { PipelineDocument } from "../pipeline/document";
@@ -524,10 +524,15 @@ export class LocalJob {
    * Packs the state changed since the last snapshot now, so that the next snapshot packs only what
    * changes after this call: a runner calls it while it waits for input, taking that work off the
    * checkpoint's synchronous part (the exactly-once sinks commit only after it). Changes no output
-   * and no snapshot's content.
+   * and no snapshot's content. With `maxValues` it packs at most that many values, so that a
+   * record arriving meanwhile waits for one slice and not for the whole; it returns whether
+   * everything changed is packed (call again until it is).
    */
-  materialize(): void {
-    for (const host of this.hosts.values()) host.materialize();
+  materialize(maxValues = Number.POSITIVE_INFINITY): boolean {
+    const budget: MaterializeBudget = { values: maxValues };
+    let done = true;
+    for (const host of this.hosts.values()) if (!host.materialize(budget)) done = false;
+    return done;
   }
 
   /**

@@ -163,8 +163,10 @@ export interface KeyedStateBackend {
    * Optional, heap backends: packs now what changed since the last snapshot, so that the next one
    * has less to pack (Flink's changelog backend materializes state in the background for the same
    * reason). The runner calls it while the job waits for input; it changes no snapshot's content.
+   * With a budget it packs at most `budget.values` values and takes them off it, so that the runner
+   * can look at its input between slices; it returns whether nothing is left to pack.
    */
-  materialize?(maxParallelism?: number): void;
+  materialize?(maxParallelism?: number, budget?: MaterializeBudget): boolean;
   stats(): StateBackendStats;
   /**
    * Optional, heap backends only: keep `table` as the state of its name, by reference, in the
@@ -198,7 +200,15 @@ export interface AdoptedTable extends StateTable<unknown> {
    * packed form through these, and otherwise rebuilds its columns whole at every snapshot.
    */
   snapshotColumns?(maxParallelism: number): PackedColumns;
-  materialize?(maxParallelism: number): void;
+  materialize?(maxParallelism: number, budget?: MaterializeBudget): boolean;
+}
+
+/**
+ * How many values a materialization may still pack (KeyedStateBackend.materialize), shared by
+ * every table it visits and counted down by each.
+ */
+export interface MaterializeBudget {
+  values: number;
 }
 
 class HeapStateTable<V> implements StateTable<V> {
@@ -240,8 +250,8 @@ class HeapStateTable<V> implements StateTable<V> {
     return this.map.entries();
   }
   /** Packs the values changed since the last snapshot into its kept columns (see KeyedStateBackend.materialize). */
-  materialize(maxParallelism: number): void {
-    this.kept.materialize(this.map, maxParallelism);
+  materialize(maxParallelism: number, budget?: MaterializeBudget): boolean {
+    return this.kept.materialize(this.map, maxParallelism, budget);
   }
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
   snapshotColumns(maxParallelism: number): PackedColumns {
@@ -281,9 +291,10 @@ export class KeptColumns {
     if (this.columns !== undefined) this.columns.touched(key, size);
   }
 
-  /** Packs the values changed since the last snapshot now (see KeyedStateBackend.materialize). */
-  materialize(values: StoredValues, maxParallelism: number): void {
-    this.usable(maxParallelism)?.update(values);
+  /** Packs the values changed since the last snapshot now, or `budget.values` of them (see KeyedStateBackend.materialize). */
+  materialize(values: StoredValues, maxParallelism: number, budget?: MaterializeBudget): boolean {
+    const columns = this.usable(maxParallelism);
+    return columns === undefined || columns.update(values, budget);
   }
 
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
@@ -405,20 +416,33 @@ class SnapshotColumns {
     }
   }
 
-  /** Packs the reported keys' current values into their groups, merging in added and removed keys. */
-  update(map: StoredValues): void {
-    if (this.reported.length === 0) return;
+  /**
+   * Packs the reported keys' current values into their groups, merging in added and removed keys:
+   * all of them, or the first `budget.values` distinct ones (the rest stay reported). Returns
+   * whether none is left.
+   */
+  update(map: StoredValues, budget?: MaterializeBudget): boolean {
+    const reported = this.reported;
+    if (reported.length === 0) return true;
+    if (budget !== undefined && budget.values <= 0) return false;
+    const limit = budget?.values ?? Number.POSITIVE_INFINITY;
     const changed: Key[][] = [];
     const seen = new Set<Key>();
-    for (const k of this.reported) {
+    let taken = 0;
+    while (taken < reported.length && seen.size < limit) {
+      const k = reported[taken++] as Key;
       if (seen.has(k)) continue;
       seen.add(k);
       (changed[keyGroupOf(k, this.maxParallelism)] ??= []).push(k);
     }
-    this.reported.length = 0;
+    if (taken === reported.length) reported.length = 0;
+    else reported.splice(0, taken);
+    if (budget !== undefined) budget.values -= seen.size;
+    // A key packed now and changed again must be reported again, even straight after this.
     this.lastReported = undefined;
     this.concatenated = undefined;
     changed.forEach((keys, g) => this.repack(g, keys.sort(), map));
+    return reported.length === 0;
   }
 
   /** One group again: the `changed` keys (sorted) packed anew or dropped, the runs between them copied. */
@@ -610,8 +634,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return tablesFromSnapshot(this.snapshotColumns(maxParallelism));
   }
 
-  materialize(maxParallelism = DEFAULT_MAX_PARALLELISM): void {
-    for (const t of this.byName.values()) keepsColumns(t)?.materialize?.(maxParallelism);
+  materialize(maxParallelism = DEFAULT_MAX_PARALLELISM, budget?: MaterializeBudget): boolean {
+    let done = true;
+    for (const t of this.byName.values()) {
+      const kept = keepsColumns(t);
+      if (kept?.materialize !== undefined && !kept.materialize(maxParallelism, budget)) done = false;
+    }
+    return done;
   }
 
   snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM): Array<PackedTableSnapshot | ColumnarTableSnapshot> {

@@ -301,7 +301,7 @@ describe("HeapKeyedStateBackend", () => {
       fc.record({ t: fc.constant("mutate" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
       fc.record({ t: fc.constant("delete" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }) }),
       fc.record({ t: fc.constant("snapshot" as const) }),
-      fc.record({ t: fc.constant("materialize" as const) }),
+      fc.record({ t: fc.constant("materialize" as const), slice: fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined }), finish: fc.boolean() }),
     );
     type Stored = { n: number; tag: string };
     fc.assert(
@@ -326,7 +326,16 @@ describe("HeapKeyedStateBackend", () => {
             continue;
           }
           if (o.t === "materialize") {
-            be.materialize(maxP);
+            if (o.slice === undefined) {
+              expect(be.materialize(maxP)).toBe(true);
+              continue;
+            }
+            // One slice: it stops early only with its budget spent; slices after it (or the next
+            // snapshot) finish the work.
+            const budget = { values: o.slice };
+            if (!be.materialize(maxP, budget)) expect(budget.values).toBeLessThanOrEqual(0);
+            let slices = 0;
+            while (o.finish && !be.materialize(maxP, { values: 3 })) expect(++slices).toBeLessThan(100);
             continue;
           }
           const k = `k${o.key}`;
