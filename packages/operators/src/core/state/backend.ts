@@ -291,20 +291,26 @@ export class KeptColumns {
     if (this.columns !== undefined) this.columns.touched(key, size);
   }
 
-  /** Packs the values changed since the last snapshot now, or `budget.values` of them (see KeyedStateBackend.materialize). */
+  /**
+   * Packs the values changed since the last snapshot now, or `budget.values` of them (see
+   * KeyedStateBackend.materialize). A table without usable columns (never snapshotted, or stale)
+   * gets them here, every key reported, and built a slice at a time: otherwise the first checkpoint
+   * after a start or a restore would pack the whole state with the records stopped.
+   */
   materialize(values: StoredValues, maxParallelism: number, budget?: MaterializeBudget): boolean {
-    const columns = this.usable(maxParallelism);
-    return columns === undefined || columns.update(values, budget);
+    let columns = this.usable(maxParallelism);
+    if (columns === undefined) this.columns = columns = SnapshotColumns.pending(values, maxParallelism, this.kind);
+    return columns.update(values, budget);
   }
 
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
   snapshot(values: StoredValues, maxParallelism: number): PackedColumns {
     let columns = this.usable(maxParallelism);
-    if (columns === undefined) this.columns = columns = new SnapshotColumns(values, maxParallelism, this.kind);
+    if (columns === undefined) this.columns = columns = SnapshotColumns.built(values, maxParallelism, this.kind);
     else columns.update(values);
     const out = columns.concat();
     if (verifyKeptColumns) {
-      const at = firstDifference(out, new SnapshotColumns(values, maxParallelism, this.kind).concat());
+      const at = firstDifference(out, SnapshotColumns.built(values, maxParallelism, this.kind).concat());
       if (at !== undefined) throw new Error(`state "${this.name}": the kept snapshot columns differ from the state at key ${JSON.stringify(at)} (a stored object changed in place without being read, written or reported since the last snapshot)`);
     }
     return out;
@@ -379,27 +385,47 @@ export interface PackedColumns {
  */
 class SnapshotColumns {
   private readonly groups: PackedGroup[] = [];
+  /** Keys reported since they were last packed: those from `reportedFrom` on (a slice leaves the rest). */
   private readonly reported: Key[] = [];
+  private reportedFrom = 0;
   private lastReported: Key | undefined = undefined;
   /** concat()'s last result, kept until a group changes (and its keys until one gains or loses a key). */
   private concatenated: PackedColumns | undefined;
   private concatenatedKeys: Key[] | undefined;
   stale = false;
 
-  constructor(
-    map: StoredValues,
+  private constructor(
     readonly maxParallelism: number,
     private readonly kind: StateKind,
-  ) {
+  ) {}
+
+  /** Columns of every key in `map`, packed now. */
+  static built(map: StoredValues, maxParallelism: number, kind: StateKind): SnapshotColumns {
+    const columns = new SnapshotColumns(maxParallelism, kind);
     const byGroup: Key[][] = [];
     for (const k of map.keys()) (byGroup[keyGroupOf(k, maxParallelism)] ??= []).push(k);
     byGroup.forEach((keys, g) => {
       if (keys.length > 1) keys.sort();
       const values: unknown[] = new Array(keys.length);
-      for (let i = 0; i < keys.length; i++) values[i] = this.stored(map.get(keys[i] as Key));
+      for (let i = 0; i < keys.length; i++) values[i] = columns.stored(map.get(keys[i] as Key));
       const pieces = values.map((v) => packValue(v));
-      this.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
+      columns.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
     });
+    return columns;
+  }
+
+  /**
+   * Empty columns with every key in `map` reported, for update() to pack in slices. The keys are
+   * reported key group by key group, so that a slice fills one or two groups (a group is copied
+   * whole each time a slice adds to it); update() sorts each slice's keys, so they are not sorted
+   * here, where all of it happens at once (a hash per key).
+   */
+  static pending(map: StoredValues, maxParallelism: number, kind: StateKind): SnapshotColumns {
+    const columns = new SnapshotColumns(maxParallelism, kind);
+    const byGroup: Key[][] = [];
+    for (const k of map.keys()) (byGroup[keyGroupOf(k, maxParallelism)] ??= []).push(k);
+    for (const keys of byGroup) if (keys !== undefined) for (const k of keys) columns.reported.push(k);
+    return columns;
   }
 
   private stored(v: unknown): unknown {
@@ -410,9 +436,10 @@ class SnapshotColumns {
     if (this.stale || key === this.lastReported) return;
     this.lastReported = key;
     this.reported.push(key);
-    if (this.reported.length > size + 1024) {
+    if (this.reported.length - this.reportedFrom > size + 1024) {
       this.stale = true;
       this.reported.length = 0;
+      this.reportedFrom = 0;
     }
   }
 
@@ -423,26 +450,32 @@ class SnapshotColumns {
    */
   update(map: StoredValues, budget?: MaterializeBudget): boolean {
     const reported = this.reported;
-    if (reported.length === 0) return true;
+    if (reported.length === this.reportedFrom) return true;
     if (budget !== undefined && budget.values <= 0) return false;
     const limit = budget?.values ?? Number.POSITIVE_INFINITY;
     const changed: Key[][] = [];
     const seen = new Set<Key>();
-    let taken = 0;
+    let taken = this.reportedFrom;
     while (taken < reported.length && seen.size < limit) {
       const k = reported[taken++] as Key;
       if (seen.has(k)) continue;
       seen.add(k);
       (changed[keyGroupOf(k, this.maxParallelism)] ??= []).push(k);
     }
-    if (taken === reported.length) reported.length = 0;
-    else reported.splice(0, taken);
+    if (taken === reported.length) {
+      reported.length = 0;
+      this.reportedFrom = 0;
+    } else if (taken > 4096 && taken > reported.length / 2) {
+      // Drop the packed head now and then rather than at every slice (a splice is linear).
+      reported.splice(0, taken);
+      this.reportedFrom = 0;
+    } else this.reportedFrom = taken;
     if (budget !== undefined) budget.values -= seen.size;
     // A key packed now and changed again must be reported again, even straight after this.
     this.lastReported = undefined;
     this.concatenated = undefined;
     changed.forEach((keys, g) => this.repack(g, keys.sort(), map));
-    return reported.length === 0;
+    return reported.length === this.reportedFrom;
   }
 
   /** One group again: the `changed` keys (sorted) packed anew or dropped, the runs between them copied. */
