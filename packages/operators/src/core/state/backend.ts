@@ -379,9 +379,10 @@ export interface PackedColumns {
  * (runs of unchanged neighbours in one copy), and packs a group's keys again only when it gained or
  * lost one. Packing every stored object at every checkpoint cost about 35 ms per MB of state, most
  * of it cache misses on objects scattered over the heap; after 1 % of the keys changed, a
- * checkpoint now reads those keys' objects and copies bytes. Reported keys are bounded by the
+ * checkpoint now reads those keys' objects and copies bytes. Reported keys are bounded by twice the
  * table's size: past it the columns are dropped and rebuilt at the next snapshot, so a job that
- * stops checkpointing does not accumulate them.
+ * stops checkpointing does not accumulate them. (Twice: columns being built by materialization
+ * start with every key reported, and must survive the table's own writes until they are built.)
  */
 class SnapshotColumns {
   private readonly groups: PackedGroup[] = [];
@@ -436,7 +437,7 @@ class SnapshotColumns {
     if (this.stale || key === this.lastReported) return;
     this.lastReported = key;
     this.reported.push(key);
-    if (this.reported.length - this.reportedFrom > size + 1024) {
+    if (this.reported.length - this.reportedFrom > 2 * size + 1024) {
       this.stale = true;
       this.reported.length = 0;
       this.reportedFrom = 0;

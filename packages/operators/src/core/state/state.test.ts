@@ -359,7 +359,7 @@ describe("HeapKeyedStateBackend", () => {
       }),
       { numRuns: 200 },
     );
-    // More writes between two snapshots than the table has keys (+1024): the kept columns are dropped and rebuilt.
+    // More writes between two snapshots than twice the table's keys (+1024): the kept columns are dropped and rebuilt.
     const be = new HeapKeyedStateBackend();
     const t = be.table<number>("a", "value");
     for (let i = 0; i < 10; i++) t.put(`k${i}`, i);
