@@ -46,6 +46,7 @@ import { routeKeySelectors, type ParallelPlan } from "./plan";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
 import { KeySkew } from "../ops/skew";
 import { pushSourceBatch, type PartitionActivity } from "../job/push-batch";
+import { startSources } from "../job/source-order";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
 
 export interface ExchangeOptions {
@@ -405,12 +406,12 @@ export class ParallelExecution {
     const onAbort = () => queue.close();
     this.ctx.signal.addEventListener("abort", onAbort, { once: true });
     let active = this.ctx.sources.length;
-    for (const source of this.ctx.sources) {
+    startSources(doc, this.ctx.sources, this.ctx.signal, (source) =>
       source.run((batch) => queue.put({ kind: "batch", source, batch }), this.ctx.signal).then(
         () => queue.put({ kind: "end", source }),
         (error: unknown) => queue.put({ kind: "error", source, error }),
-      );
-    }
+      ),
+    );
     const interval = this.ctx.checkpointIntervalMs;
     const tick = this.ctx.tickMs;
     const activity = new Map<string, PartitionActivity>();

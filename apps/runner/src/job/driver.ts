@@ -25,6 +25,7 @@ import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
 import { MaterializePacer } from "./materialize";
+import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
@@ -500,12 +501,12 @@ export class JobDriver {
     const interval = this.opts.checkpointIntervalMs ?? this.opts.doc.settings.checkpointIntervalMs;
     const tick = this.opts.tickMs ?? 100;
     let active = this.sources.length;
-    for (const source of this.sources) {
+    startSources(this.opts.doc, this.sources, this.abort.signal, (source) =>
       source.run((batch) => this.queue.put({ kind: "batch", source, batch }), this.abort.signal).then(
         () => this.queue.put({ kind: "end", source }),
         (error: unknown) => this.queue.put({ kind: "error", source, error }),
-      );
-    }
+      ),
+    );
     const minPause = this.opts.doc.settings.minPauseBetweenCheckpointsMs;
     // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;

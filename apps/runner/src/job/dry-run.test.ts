@@ -2,7 +2,8 @@
 // them, dead letters, and the replay order of several sources.
 import { describe, expect, it } from "vitest";
 import { validatePipeline, type PipelineDocument } from "@keyflow/operators";
-import { dryRun, primarySource, referenceOnlySources } from "./dry-run";
+import { dryRun, primarySource } from "./dry-run";
+import { referenceOnlySources } from "./source-order";
 
 function parse(doc: unknown): PipelineDocument {
   const r = validatePipeline(doc);

@@ -11,7 +11,8 @@
 //
 // process.custom runs as in a job (create.ts): in the runner's sandboxes, started only when the
 // pipeline has such a node and closed when the run ends (returns or throws).
-import { LocalJob, parseEdgeEnd, type JobEmission, type JsonObject, type JsonValue, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, type JobEmission, type JsonObject, type JsonValue, type PipelineDocument } from "@keyflow/operators";
+import { referenceOnlySources } from "./source-order";
 import { createCustomFunctionFactory, type CustomFunctionFactoryOptions, type SandboxedFunctions } from "../sandbox/custom-function-factory";
 
 export const DEFAULT_RECORD_LIMIT = 200;
@@ -100,20 +101,6 @@ export interface DryRunOptions {
   now?: number;
   /** process.custom's sandboxes (timeout, memory limit, logs), as for a job; the sandbox's defaults otherwise. */
   sandbox?: CustomFunctionFactoryOptions;
-}
-
-/** The source nodes whose output only feeds `reference` inputs: their sample is replayed first. */
-export function referenceOnlySources(doc: PipelineDocument): Set<string> {
-  const sources = new Set(doc.nodes.filter((n) => n.type.startsWith("source.")).map((n) => n.id));
-  const feedsMain = new Set<string>();
-  const feedsAny = new Set<string>();
-  for (const e of doc.edges) {
-    const from = parseEdgeEnd(e.from).nodeId;
-    if (!sources.has(from)) continue;
-    feedsAny.add(from);
-    if ((parseEdgeEnd(e.to).port ?? "in") !== "reference") feedsMain.add(from);
-  }
-  return new Set([...feedsAny].filter((id) => !feedsMain.has(id)));
 }
 
 /** The source a single sample is meant for: the first source (document order) feeding a main input. */

@@ -36,9 +36,10 @@ with \`"pass-with-nulls"\` it is emitted with nulls. A record without a usable k
 reference data that fits in memory — thousands to a few million small records.
 
 **Pitfalls.** The result depends on how the two inputs interleave: a payment that arrives before the reference
-record it needs misses, even when that reference record is older in event time. Start the reference source first
-and route \`miss\` somewhere it can be replayed, or use \`enrich.temporal\`, which joins on event time and is
-reproducible for audit.`,
+record it needs misses, even when that reference record is older in event time. The runner reads a bounded
+reference source (a file) to its end before it starts the other sources; with an unbounded one (Kafka), start it
+first and route \`miss\` somewhere it can be replayed, or use \`enrich.temporal\`, which joins on event time and
+is reproducible for audit.`,
   params: enrichBroadcastParams,
   inputs: [
     { id: "in", label: "records", accepts: ["stream", "keyed"], required: true },
