@@ -1,6 +1,6 @@
-// patches/kafkajs+2.2.4.patch rewrites kafkajs's produce-side encoding for speed (patch-package applies
-// it at install). These properties pin that the bytes mean what they meant: varints against a BigInt
-// reference, and whole produce requests decoded back by kafkajs's own (unpatched) decoders, CRC checked.
+// patches/kafkajs+2.2.4.patch rewrites kafkajs's record encoding and decoding for speed (patch-package
+// applies it at install). These properties pin that the bytes mean what they meant: varints and records
+// against a BigInt reference, and whole produce requests decoded back to what was sent, CRC checked.
 import { createRequire } from "node:module";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -53,6 +53,7 @@ const produceV3 = require("kafkajs/src/protocol/requests/produce/v3/request") as
   topicData: Array<{ topic: string; partitions: Array<{ partition: number; firstSequence: number; messages: KjsMessage[] }> }>;
 }) => { encode(): Promise<{ buffer: Buffer }> };
 const decodeRecordBatch = require("kafkajs/src/protocol/recordBatch/v0/decoder") as (d: KjsDecoder) => Promise<{ records: DecodedRecord[]; firstTimestamp: string; maxTimestamp: string }>;
+const decodeRecord = require("kafkajs/src/protocol/recordBatch/record/v0/decoder") as (d: KjsDecoder, batch: { firstOffset: string; firstTimestamp: string; timestampType: number }) => DecodedRecord;
 const crc32C = require("kafkajs/src/protocol/recordBatch/crc32C") as (b: Buffer) => number;
 const groupMessagesPerPartition = require("kafkajs/src/producer/groupMessagesPerPartition") as (o: {
   topic: string;
@@ -104,6 +105,24 @@ describe("kafkajs patch: varints", () => {
         const bytes = [...new Encoder().writeVarLong(input).buffer];
         expect(bytes).toEqual(uvarint(zigzag64(BigInt(v))));
         expect(Encoder.sizeOfVarLong(input)).toBe(bytes.length);
+      }),
+    );
+  });
+});
+
+describe("kafkajs patch: fetched records", () => {
+  const decimal = fc.oneof(fc.bigInt({ min: 0n, max: 2n ** 53n + 10n }), fc.bigInt({ min: -(2n ** 62n), max: 2n ** 62n }), fc.constantFrom(0n, 1_796_336_295_149n, 2n ** 53n - 1n));
+  const delta = fc.oneof(fc.bigInt({ min: -(2n ** 31n), max: 2n ** 31n }), fc.bigInt({ min: -(2n ** 60n), max: 2n ** 60n }), fc.constantFrom(0n, 1n, -1n, 2n ** 27n - 1n, 2n ** 27n, -(2n ** 27n), -(2n ** 27n) - 1n));
+  it("gives each record its batch's first timestamp and offset plus its deltas, as decimal strings", () => {
+    fc.assert(
+      fc.property(decimal, delta, decimal, fc.integer({ min: 0, max: 2 ** 31 - 1 }), (firstTimestamp, timestampDelta, firstOffset, offsetDelta) => {
+        // attributes, timestamp delta, offset delta, null key, null value, no headers
+        const record = Buffer.from([0, ...uvarint(zigzag64(timestampDelta)), ...uvarint(zigzag32(offsetDelta)), 1, 1, 0]);
+        const decoded = decodeRecord(new Decoder(record), { firstOffset: String(firstOffset), firstTimestamp: String(firstTimestamp), timestampType: 0 });
+        expect(decoded.timestamp).toBe(BigInt.asIntN(64, firstTimestamp + timestampDelta).toString());
+        expect(decoded.offset).toBe(BigInt.asIntN(64, firstOffset + BigInt(offsetDelta)).toString());
+        expect(decoded.key).toBeNull();
+        expect(decoded.value).toBeNull();
       }),
     );
   });
