@@ -479,9 +479,9 @@ export class OperatorHost {
     const timerKeys = this.eventTimers.keys();
     for (const k of this.processingTimers.keys()) timerKeys.add(k);
     if (timerKeys.size > 0) {
-      const withState = new Set<Key>();
-      for (const t of this.backend.tables()) for (const k of t.keys()) withState.add(k);
-      for (const k of timerKeys) if (!withState.has(k)) keys++;
+      // Keys with timers and no state: a lookup per timer key, not a set of every state key.
+      const tables = this.backend.tables().filter((t) => t.size > 0);
+      for (const k of timerKeys) if (!tables.some((t) => t.has(k))) keys++;
     }
     return { keys, stateEntries: s.stateEntries, timers: this.eventTimers.size + this.processingTimers.size, stateBytes: s.stateBytes };
   }

@@ -712,12 +712,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   stats(): StateBackendStats {
-    const keys = new Set<Key>();
+    const tables = [...this.byName.values()].filter((t) => t.size > 0);
+    // With one table (most operators) its size is the key count: no set of every key, once a second.
+    const keys = tables.length > 1 ? new Set<Key>() : undefined;
     let stateEntries = 0;
     let stateBytes = 0;
-    for (const t of this.byName.values()) {
+    for (const t of tables) {
       const n = t.size;
-      if (n === 0) continue;
       const step = n > STATS_SAMPLE ? n / STATS_SAMPLE : 1;
       let next = 0;
       let i = 0;
@@ -726,15 +727,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       const known = (t as AdoptedTable).estimatedBytes?.();
       if (known !== undefined && t.kind !== "map") {
         // An adopted table knows its bytes: only its keys are needed, not its values in stored form.
-        for (const k of t.keys()) {
-          keys.add(k);
-          stateEntries++;
-        }
+        if (keys) for (const k of t.keys()) keys.add(k);
+        stateEntries += n;
         stateBytes += known;
         continue;
       }
       for (const [k, v] of t.entries()) {
-        keys.add(k);
+        keys?.add(k);
         stateEntries += t.kind === "map" ? (v as Map<string, unknown>).size : 1;
         if (known === undefined && i >= next) {
           sampledBytes += MAP_ENTRY_OVERHEAD + estimateBytes(k) + estimateBytes(v);
@@ -745,6 +744,6 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       }
       stateBytes += known ?? Math.round((sampledBytes / sampled) * n);
     }
-    return { keys: keys.size, stateEntries, stateBytes };
+    return { keys: keys ? keys.size : (tables[0]?.size ?? 0), stateEntries, stateBytes };
   }
 }

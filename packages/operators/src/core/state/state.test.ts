@@ -437,6 +437,30 @@ describe("HeapKeyedStateBackend", () => {
     expect(() => tablesFromSnapshot([{ name: "t", kind: "value", keys: ["a"], values: [1, 2] }])).toThrow(/state "t": the snapshot lists 1 keys for 2 values/);
   });
 
+  it("counts each key once across tables, and each map entry, in its statistics", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom("v", "l", "m"), fc.nat({ max: 30 }), fc.nat({ max: 3 })), { maxLength: 80 }), (puts) => {
+        const be = new HeapKeyedStateBackend();
+        const tables = { v: be.table("v", "value"), l: be.table("l", "list"), m: be.table<Map<string, number>>("m", "map") };
+        const model = new Map<string, Set<string>>();
+        for (const [name, k, mk] of puts) {
+          const key = `k${k}`;
+          if (name === "m") {
+            const map = tables.m.get(key) ?? new Map<string, number>();
+            map.set(`e${mk}`, mk);
+            tables.m.put(key, map);
+          } else tables[name].put(key, name === "l" ? [mk] : mk);
+          const entries = model.get(`${name}/${key}`) ?? new Set<string>();
+          entries.add(name === "m" ? `e${mk}` : "");
+          model.set(`${name}/${key}`, entries);
+        }
+        const stats = be.stats();
+        expect(stats.keys).toBe(new Set([...model.keys()].map((k) => k.split("/")[1])).size);
+        expect(stats.stateEntries).toBe([...model.values()].reduce((n, e) => n + e.size, 0));
+      }),
+    );
+  });
+
   it("refuses one state name with two kinds", () => {
     const be = new HeapKeyedStateBackend();
     be.table("s", "value");
