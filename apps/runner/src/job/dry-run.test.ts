@@ -1,15 +1,9 @@
 // The dry run on a sample: counts per node and port, alerts with the sample records that caused
 // them, dead letters, and the replay order of several sources.
 import { describe, expect, it } from "vitest";
-import { validatePipeline, type PipelineDocument } from "@keyflow/operators";
+import { validPipeline as parse } from "@keyflow/operators/testing";
 import { dryRun, primarySource } from "./dry-run";
 import { referenceOnlySources } from "./source-order";
-
-function parse(doc: unknown): PipelineDocument {
-  const r = validatePipeline(doc);
-  if (!r.ok || !r.document) throw new Error(r.issues.map((i) => i.message).join("\n"));
-  return r.document;
-}
 
 const velocityPipeline = parse({
   format: "keyflow.pipeline/v1",

@@ -6,7 +6,8 @@ import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LocalJob, validatePipeline, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, type PipelineDocument } from "@keyflow/operators";
+import { validPipeline } from "@keyflow/operators/testing";
 import { readEnv } from "../env";
 import { createConnectors } from "../io/connectors";
 import type { RecordSource } from "../io/types";
@@ -19,7 +20,7 @@ const OUTPUTS = ["out/alerts.jsonl", "out/materialize.dlq.jsonl"];
 
 /** keyBy -> eager velocity: a heap table touched once per record, as in the latency bench's W1. */
 function pipeline(parallelism = 1): PipelineDocument {
-  const r = validatePipeline({
+  return validPipeline({
     format: "keyflow.pipeline/v1",
     name: "materialize",
     settings: { parallelism },
@@ -35,8 +36,6 @@ function pipeline(parallelism = 1): PipelineDocument {
       { from: "vel", to: "alerts" },
     ],
   });
-  if (!r.ok || !r.document) throw new Error(JSON.stringify(r.issues));
-  return r.document;
 }
 
 /** A source that pauses `pauseMs` after each batch, as a source reading a quiet topic does. */

@@ -1,9 +1,10 @@
-import { validatePipeline, type PipelineDocument } from "@keyflow/operators";
+import type { PipelineDocument } from "@keyflow/operators";
+import { validPipeline } from "@keyflow/operators/testing";
 import { describe, expect, it } from "vitest";
 import { referenceOnlySources, startSources } from "./source-order";
 
 function doc(referenceType: "source.file" | "source.kafka"): PipelineDocument {
-  const r = validatePipeline({
+  return validPipeline({
     format: "keyflow.pipeline/v1",
     name: "order",
     nodes: [
@@ -18,8 +19,6 @@ function doc(referenceType: "source.file" | "source.kafka"): PipelineDocument {
       { from: "enrich", to: "out" },
     ],
   });
-  if (!r.ok || !r.document) throw new Error(JSON.stringify(r.issues));
-  return r.document;
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
