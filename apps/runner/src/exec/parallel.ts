@@ -260,6 +260,7 @@ export class ParallelExecution {
         input: toWorker.port2,
         output: fromWorker.port2,
         metricsIntervalMs: 1000,
+        checkpointIntervalMs: this.ctx.checkpointIntervalMs,
         verifySnapshots: keptColumnsVerification(),
       };
       const w = new Worker(WORKER_ENTRY, { workerData: init, transferList: [toWorker.port2, fromWorker.port2] });

@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   const routes = init.routes;
   post({ type: "ready" });
   time.switchTo("idle");
-  const pacer = new MaterializePacer();
+  const pacer = new MaterializePacer(init.checkpointIntervalMs);
   for (;;) {
     const next = gate.poll();
     if (next === undefined) {

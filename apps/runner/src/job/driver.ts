@@ -510,7 +510,7 @@ export class JobDriver {
     const minPause = this.opts.doc.settings.minPauseBetweenCheckpointsMs;
     // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
-    const pacer = new MaterializePacer();
+    const pacer = new MaterializePacer(interval);
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
