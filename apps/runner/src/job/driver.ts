@@ -543,6 +543,7 @@ export class JobDriver {
         await this.checkpoint();
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
         pacer.packed();
+        this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
         // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice

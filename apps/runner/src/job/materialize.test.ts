@@ -201,3 +201,28 @@ describe("MaterializePacer: a window before each expected barrier", () => {
     expect(pacer.dueInMs()).toBe(0);
   });
 });
+
+describe("MaterializePacer: spacing after a long pass", () => {
+  it("waits four times as long as the last pass took (at most a fifth of the time), and 50 ms after short ones", () => {
+    let t = 0;
+    const pacer = new MaterializePacer(400, () => t);
+    pacer.inputProcessed();
+    t = 50;
+    // A pass of three slices, 30 ms each.
+    let slices = 0;
+    const slow = {
+      materialize: () => {
+        t += 30;
+        return ++slices === 3;
+      },
+    };
+    while (!pacer.materializeSlice(slow));
+    expect(t).toBe(140);
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBe(360);
+    t = 500;
+    pacer.materializeSlice({ materialize: () => ((t += 1), true) });
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBe(50);
+  });
+});

@@ -9,6 +9,13 @@
 const MATERIALIZE_EVERY_MS = 50;
 
 /**
+ * And at most this share of the time: a pass over changes spread across every key group copies the
+ * whole packed state (a group is one allocation), which at 1 M keys takes longer than 50 ms, so the
+ * next pass waits (1 / share - 1) times as long as the last one took.
+ */
+const MAX_SHARE = 0.2;
+
+/**
  * Values packed per slice: about 1.5 ms on this project's 2-vCPU VM for W1's velocity windows. A
  * record that arrives while the job materializes waits for one slice, not for the whole (5 to
  * 28 ms at 5 000 records/s, the largest stalls of the event loop after the checkpoint itself).
@@ -36,6 +43,9 @@ export class MaterializePacer {
   private passEndedAt: number | undefined;
   /** Whether anything was packed ahead since the last snapshot (a window with nothing to do teaches nothing). */
   private packedAhead = false;
+  /** Time spent in the slices of the pass under way, and the wait after the last pass (see MAX_SHARE). */
+  private passMs = 0;
+  private spacing = MATERIALIZE_EVERY_MS;
 
   /**
    * @param intervalMs the checkpoint interval: barriers are expected that long after the last snapshot
@@ -63,7 +73,7 @@ export class MaterializePacer {
   dueInMs(): number {
     if (!this.changed) return Number.POSITIVE_INFINITY;
     const t = this.now();
-    return Math.max(0, this.snapshotAt + this.intervalMs - this.lead - t, this.last + MATERIALIZE_EVERY_MS - t);
+    return Math.max(0, this.snapshotAt + this.intervalMs - this.lead - t, this.last + this.spacing - t);
   }
 
   /**
@@ -71,12 +81,17 @@ export class MaterializePacer {
    * packed. Until it is, the materialization stays due, and the caller looks at its input first.
    */
   materializeSlice(job: { materialize(maxValues: number): boolean }): boolean {
+    const t0 = this.now();
     const done = job.materialize(SLICE_VALUES);
     this.packedAhead = true;
+    const t = this.now();
+    this.passMs += t - t0;
     if (done) {
-      this.last = this.now();
+      this.last = t;
       this.changed = false;
-      this.passEndedAt ??= this.last;
+      this.passEndedAt ??= t;
+      this.spacing = Math.max(MATERIALIZE_EVERY_MS, (this.passMs * (1 - MAX_SHARE)) / MAX_SHARE);
+      this.passMs = 0;
     }
     return done;
   }
@@ -92,5 +107,6 @@ export class MaterializePacer {
     this.changed = false;
     this.passEndedAt = undefined;
     this.packedAhead = false;
+    this.passMs = 0;
   }
 }

@@ -487,7 +487,7 @@ class SnapshotColumns {
   }
 
   /**
-   * Puts the keys still to pack in key-group order, each once, when more than a few slices' worth
+   * Puts the keys still to pack in key-group order, each once, when more than a slice's worth
    * arrived in report order since the last time. A slice of keys in report order touches a group
    * per key, and repack copies each touched group whole: 64 keys over 128 groups copied half the
    * state per slice. In group order a slice touches one or two groups, and a pass over everything
@@ -498,7 +498,7 @@ class SnapshotColumns {
     const reported = this.reported;
     const from = Math.max(this.groupedTo, this.reportedFrom);
     const tail = reported.length - from;
-    if (tail <= 4 * sliceValues || tail < from - this.reportedFrom) return;
+    if (tail <= sliceValues || tail < from - this.reportedFrom) return;
     const buckets: Key[][] = [];
     const seen = new Set<Key>();
     for (let i = this.reportedFrom; i < reported.length; i++) {
