@@ -80,6 +80,10 @@ export class SerializedSinkRecord implements SinkRecord {
   get value(): JsonObject {
     return (this.parsed ??= JSON.parse(this.json) as JsonObject);
   }
+  /** Serialized whole (a log, an HTTP answer), it reads as the plain record it stands for. */
+  toJSON(): SinkRecord {
+    return this.key === undefined ? { value: this.value, timestamp: this.timestamp } : { value: this.value, timestamp: this.timestamp, key: this.key };
+  }
 }
 
 export type DeadLetter = Extract<JobEmission, { kind: "deadLetter" }>;
