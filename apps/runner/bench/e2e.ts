@@ -331,6 +331,9 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
     for (const p of (m[2] ?? "").matchAll(/(snapshot|sinks flushed|written|committed|marked) (\d+) ms/g)) phases.set(p[1]!, [...(phases.get(p[1]!) ?? []), Number(p[2])]);
   }
   if (phases.size > 0) console.log(`  ${guarantee} p=${parallelism}: checkpoint phases (medians of ${phases.get("total")?.length ?? 0}): ${[...phases].map(([k, v]) => `${k} ${median(v)} ms`).join(", ")}`);
+  // Each checkpoint's snapshot, and how long before the next barrier packing ahead starts (materialize.ts).
+  const leads = [...runnerLog.matchAll(/packed ahead from (\d+) ms before/g)].map((m) => m[1]);
+  if (leads.length > 0) console.log(`  ${guarantee} p=${parallelism}: snapshot ms per checkpoint ${phases.get("snapshot")?.join(", ") ?? "-"}; lead ms after each ${leads.join(", ")}`);
   if (guarantee === "exactly-once") slowestParts(runnerLog, arrivals);
   const sorted = latencies.sort((a, b) => a - b);
   const q = (f: number) => sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))] ?? Number.NaN;

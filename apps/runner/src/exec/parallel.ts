@@ -36,7 +36,7 @@ import {
 } from "@keyflow/operators";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
-import type { RecordSource, SourceBatch } from "../io/types";
+import { SerializedSinkRecord, type RecordSource, type SourceBatch } from "../io/types";
 import { BatchQueue } from "../job/batch-queue";
 import type { StoredCheckpoint, TaskCheckpointState } from "../job/checkpoints";
 import type { DiskChain } from "../state/chain-files";
@@ -47,7 +47,7 @@ import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./proto
 import { KeySkew } from "../ops/skew";
 import { pushSourceBatch, type PartitionActivity } from "../job/push-batch";
 import { startSources } from "../job/source-order";
-import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
+import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, SINK_JSON, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
 
 export interface ExchangeOptions {
   /** Records per network buffer (default 1024). */
@@ -92,6 +92,9 @@ export interface ParallelCheckpoint {
   positions: Record<string, JsonValue>;
 }
 
+/** What the sink task hands the driver: the engines' emissions, and sink records a keyed subtask serialized (wire.ts, SINK_JSON). */
+export type TaskEmission = JobEmission | { kind: "serializedSink"; nodeId: string; record: SerializedSinkRecord };
+
 export interface ParallelContext {
   doc: PipelineDocument;
   plan: ParallelPlan;
@@ -100,7 +103,7 @@ export interface ParallelContext {
   sources: RecordSource[];
   restored: StoredCheckpoint | undefined;
   /** Writes sink records and dead letters (the driver's routing to its sinks). */
-  write(emissions: JobEmission[]): Promise<void>;
+  write(emissions: TaskEmission[]): Promise<void>;
   /** Runs the driver's two-phase commit for a checkpoint every task acknowledged. */
   complete(c: ParallelCheckpoint): Promise<void>;
   /** Told of each aborted checkpoint (the driver records it). Must not throw. */
@@ -260,6 +263,7 @@ export class ParallelExecution {
         input: toWorker.port2,
         output: fromWorker.port2,
         metricsIntervalMs: 1000,
+        checkpointIntervalMs: this.ctx.checkpointIntervalMs,
         verifySnapshots: keptColumnsVerification(),
       };
       const w = new Worker(WORKER_ENTRY, { workerData: init, transferList: [toWorker.port2, fromWorker.port2] });
@@ -663,7 +667,7 @@ export class ParallelExecution {
         await this.onSinkAligned(next.id, next.alignmentMs);
         continue;
       }
-      const emissions: JobEmission[] = [];
+      const emissions: TaskEmission[] = [];
       const credits: number[] = [];
       let records = 0;
       for (let item: GateNext<Payload> | undefined = next; item !== undefined; ) {
@@ -680,6 +684,12 @@ export class ParallelExecution {
             const key = els[i + 4] as string | null;
             this.sinkCounts.set(nodeId, (this.sinkCounts.get(nodeId) ?? 0) + 1);
             emissions.push(key === null ? { kind: "sink", nodeId, value: els[i + 2] as JsonObject, timestamp: els[i + 3] as number } : { kind: "sink", nodeId, value: els[i + 2] as JsonObject, timestamp: els[i + 3] as number, key });
+            i += 5;
+          } else if (els[i] === SINK_JSON) {
+            const nodeId = sinks[els[i + 1] as number]!;
+            const key = els[i + 4] as string | null;
+            this.sinkCounts.set(nodeId, (this.sinkCounts.get(nodeId) ?? 0) + 1);
+            emissions.push({ kind: "serializedSink", nodeId, record: new SerializedSinkRecord(els[i + 2] as string, els[i + 3] as number, key ?? undefined) });
             i += 5;
           } else if (els[i] === DEAD) {
             emissions.push(els[i + 1] as JobEmission);

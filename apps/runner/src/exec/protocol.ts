@@ -26,6 +26,8 @@ export interface SubtaskInit {
   input: MessagePort;
   output: MessagePort;
   metricsIntervalMs: number;
+  /** When barriers are due: the subtask packs its changed state in a window before each (../job/materialize.ts). */
+  checkpointIntervalMs: number;
   /** The tests' check of heap snapshots' kept columns (@keyflow/operators' keptColumnsVerification), on in the runner's thread. */
   verifySnapshots: boolean;
   /** settings.stateBackend "disk": this subtask's store folder, where its chain files go, what to replay. */

@@ -2,7 +2,8 @@
 //
 // A data buffer is a flat array of elements (no object per element, cheap to copy between threads):
 //   source task → keyed subtask:  REC route value timestamp | WM route watermark | IDLE route 0|1
-//   keyed subtask → sink task:    SINK sinkIndex value timestamp key|null | DEAD deadLetter
+//   keyed subtask → sink task:    SINK_JSON sinkIndex JSON.stringify(value) timestamp key|null | DEAD deadLetter
+//   source task → sink task (no thread crossed): SINK sinkIndex value timestamp key|null
 // On a MessagePort: `{ d, n }` a data buffer of n records, `{ b }` barrier b, `{ e: 1 }` end of
 // input, and back from the receiver `{ c }`: c credits (buffers processed).
 import type { MessagePort } from "node:worker_threads";
@@ -14,6 +15,12 @@ export const WM = 1;
 export const IDLE = 2;
 export const SINK = 3;
 export const DEAD = 4;
+/**
+ * A sink value as its JSON text: a subtask serializes what both sinks would serialize anyway, and
+ * the sink task, whose thread sets a parallel job's rate, neither clones an object graph across
+ * threads nor stringifies it.
+ */
+export const SINK_JSON = 5;
 
 /** How a buffer crosses a thread boundary: structured clone of the element array, or MessagePack bytes (transferred). */
 export type CodecName = "clone" | "msgpack";

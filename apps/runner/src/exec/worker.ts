@@ -9,7 +9,7 @@ import { CreditSender, InputGate, TimeAccount } from "./channel";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
 import { MaterializePacer } from "../job/materialize";
 import { openDiskStore } from "../state/disk-checkpoints";
-import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, toItem, WM, type Payload, type WireMessage } from "./wire";
+import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK_JSON, toItem, WM, type Payload, type WireMessage } from "./wire";
 
 const init = workerData as SubtaskInit;
 const port = parentPort!;
@@ -86,7 +86,7 @@ async function main(): Promise<void> {
 
   const collect = (emissions: JobEmission[]) => {
     for (const e of emissions) {
-      if (e.kind === "sink") buffer.record(SINK, sinkIndex.get(e.nodeId) ?? -1, e.value, e.timestamp, e.key ?? null);
+      if (e.kind === "sink") buffer.record(SINK_JSON, sinkIndex.get(e.nodeId) ?? -1, JSON.stringify(e.value), e.timestamp, e.key ?? null);
       else buffer.record(DEAD, e);
     }
   };
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   const routes = init.routes;
   post({ type: "ready" });
   time.switchTo("idle");
-  const pacer = new MaterializePacer();
+  const pacer = new MaterializePacer(init.checkpointIntervalMs);
   for (;;) {
     const next = gate.poll();
     if (next === undefined) {

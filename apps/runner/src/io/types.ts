@@ -57,10 +57,33 @@ export interface SourceInputMetrics {
 /** What a sink receives: the engine's sink emission without its routing fields. */
 export interface SinkRecord {
   value: JsonObject;
+  /** `JSON.stringify(value)` when it was serialized already (SerializedSinkRecord): the sinks write it as is. */
+  readonly json?: string;
   timestamp: number;
   key?: string;
   /** Kafka message headers (a rule job's version tag); other sinks ignore them. */
   headers?: Record<string, string>;
+}
+
+/**
+ * A record that crossed from a keyed subtask as its JSON text (../exec/wire.ts, SINK_JSON): the
+ * subtask serializes its sink values, since both sinks write JSON and the sink task's thread sets a
+ * parallel job's rate; the value is parsed only when something reads it (a tap, a rule job's routing).
+ */
+export class SerializedSinkRecord implements SinkRecord {
+  private parsed: JsonObject | undefined;
+  constructor(
+    readonly json: string,
+    readonly timestamp: number,
+    readonly key?: string,
+  ) {}
+  get value(): JsonObject {
+    return (this.parsed ??= JSON.parse(this.json) as JsonObject);
+  }
+  /** Serialized whole (a log, an HTTP answer), it reads as the plain record it stands for. */
+  toJSON(): SinkRecord {
+    return this.key === undefined ? { value: this.value, timestamp: this.timestamp } : { value: this.value, timestamp: this.timestamp, key: this.key };
+  }
 }
 
 export type DeadLetter = Extract<JobEmission, { kind: "deadLetter" }>;

@@ -17,7 +17,7 @@
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
 import { LocalJob, mergeJobSnapshots, queryKeyState, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
-import { ParallelExecution, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
+import { ParallelExecution, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
 import type { Logger } from "../log";
@@ -510,7 +510,7 @@ export class JobDriver {
     const minPause = this.opts.doc.settings.minPauseBetweenCheckpointsMs;
     // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
-    const pacer = new MaterializePacer();
+    const pacer = new MaterializePacer(interval);
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
@@ -543,6 +543,7 @@ export class JobDriver {
         await this.checkpoint();
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
         pacer.packed();
+        this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
         // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice
@@ -573,7 +574,7 @@ export class JobDriver {
   }
 
   /** Hands the job's emissions to their sinks and the dead-letter output, in emission order per sink. */
-  private async route(emissions: ReturnType<LocalJob["drain"]>): Promise<void> {
+  private async route(emissions: readonly TaskEmission[]): Promise<void> {
     if (emissions.length === 0) return;
     const perSink = new Map<string, SinkRecord[]>();
     const dead: DeadLetter[] = [];
@@ -584,7 +585,8 @@ export class JobDriver {
       }
       let list = perSink.get(e.nodeId);
       if (!list) perSink.set(e.nodeId, (list = []));
-      list.push(e.key === undefined ? { value: e.value, timestamp: e.timestamp } : { value: e.value, timestamp: e.timestamp, key: e.key });
+      if (e.kind === "serializedSink") list.push(e.record);
+      else list.push(e.key === undefined ? { value: e.value, timestamp: e.timestamp } : { value: e.value, timestamp: e.timestamp, key: e.key });
     }
     const writes: Promise<void>[] = [];
     for (const [nodeId, records] of perSink) {

@@ -15,6 +15,7 @@ import { createLogger } from "../log";
 import { DirectoryCheckpointStore } from "./checkpoints";
 import { systemClock } from "./clock";
 import { JobDriver } from "./driver";
+import { MaterializePacer } from "./materialize";
 
 const OUTPUTS = ["out/alerts.jsonl", "out/materialize.dlq.jsonl"];
 
@@ -124,4 +125,104 @@ describe("materializing heap state while the job waits for input", () => {
     expect((await run(dirs[1]!, pipeline(1), undefined)).status).toBe("finished");
     expect(sorted(dirs[0]!)).toEqual(sorted(dirs[1]!));
   }, 120_000);
+});
+
+describe("MaterializePacer: a window before each expected barrier", () => {
+  /** A job whose state takes `slices` slices to pack after any input. */
+  const job = (slices: number) => {
+    let left = 0;
+    return { fill: () => (left = slices), materialize: () => --left <= 0 };
+  };
+
+  it("packs nothing until `lead` before the barrier is due, then at most every 50 ms", () => {
+    let t = 0;
+    const pacer = new MaterializePacer(60_000, () => t);
+    expect(pacer.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    pacer.inputProcessed();
+    expect(pacer.leadMs).toBe(2000);
+    expect(pacer.dueInMs()).toBe(58_000);
+    t = 57_999;
+    expect(pacer.dueInMs()).toBe(1);
+    t = 58_000;
+    expect(pacer.dueInMs()).toBe(0);
+    expect(pacer.materializeSlice(job(1))).toBe(true);
+    expect(pacer.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBe(50);
+    // A barrier: the next window opens an interval later.
+    t = 60_000;
+    pacer.packed();
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBeGreaterThan(50_000);
+  });
+
+  it("doubles the lead after a barrier that came before a pass ended, shrinks it by a quarter after one that left it idle, within [500 ms, interval]", () => {
+    let t = 0;
+    const pacer = new MaterializePacer(10_000, () => t);
+    const j = job(1000);
+    const cycle = (passEndsAfterMs: number | undefined) => {
+      const start = t;
+      const opens = start + 10_000 - pacer.leadMs;
+      t = opens;
+      pacer.inputProcessed();
+      j.fill();
+      if (passEndsAfterMs !== undefined) {
+        pacer.materializeSlice(j);
+        t = opens + passEndsAfterMs;
+        while (!pacer.materializeSlice(j));
+      } else pacer.materializeSlice(j);
+      t = start + 10_000;
+      pacer.packed();
+    };
+    cycle(undefined);
+    expect(pacer.leadMs).toBe(4000);
+    cycle(undefined);
+    expect(pacer.leadMs).toBe(8000);
+    cycle(undefined);
+    expect(pacer.leadMs).toBe(10_000);
+    cycle(9000); // Ended 1 s before the barrier: not idle for half the window.
+    expect(pacer.leadMs).toBe(10_000);
+    cycle(0);
+    expect(pacer.leadMs).toBe(7500);
+    for (let i = 0; i < 20; i++) cycle(0);
+    expect(pacer.leadMs).toBe(500);
+    // Nothing packed ahead (no input): the lead stays.
+    t += 10_000;
+    pacer.packed();
+    expect(pacer.leadMs).toBe(500);
+  });
+
+  it("with an interval shorter than the first lead, packs whenever the job waits, as before windows", () => {
+    let t = 0;
+    const pacer = new MaterializePacer(400, () => t);
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBe(50);
+    t = 50;
+    expect(pacer.dueInMs()).toBe(0);
+  });
+});
+
+describe("MaterializePacer: spacing after a long pass", () => {
+  it("waits four times as long as the last pass took (at most a fifth of the time), and 50 ms after short ones", () => {
+    let t = 0;
+    const pacer = new MaterializePacer(400, () => t);
+    pacer.inputProcessed();
+    t = 50;
+    // A pass of three slices, 30 ms each.
+    let slices = 0;
+    const slow = {
+      materialize: () => {
+        t += 30;
+        return ++slices === 3;
+      },
+    };
+    while (!pacer.materializeSlice(slow));
+    expect(t).toBe(140);
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBe(360);
+    t = 500;
+    pacer.materializeSlice({ materialize: () => ((t += 1), true) });
+    pacer.inputProcessed();
+    expect(pacer.dueInMs()).toBe(50);
+  });
 });

@@ -4,7 +4,7 @@
 // the routing after it; a restore resumes it; a switch whose checkpoint never completed is refused.
 import { describe, expect, it } from "vitest";
 import type { JsonValue } from "@keyflow/operators";
-import type { RecordSink, SinkRecord } from "../io/types";
+import { SerializedSinkRecord, type RecordSink, type SinkRecord } from "../io/types";
 import { RULE_VERSION_FIELD, RULE_VERSION_HEADER } from "@keyflow/operators";
 import { composeRuleJob, inVersionTerms } from "./rule-job";
 import { RoutedSink, RuleRouting } from "./routing";
@@ -88,6 +88,17 @@ describe("a rule job's routing", () => {
     expect(routing.view().discarded).toEqual({ "3": 1 });
     // Every alert names its version, in the record and in a header.
     expect(v4.enforcing.committed[0]?.record).toMatchObject({ value: { txId: "d4", [RULE_VERSION_FIELD]: 4 }, headers: { [RULE_VERSION_HEADER]: "4" } });
+  });
+
+  it("tags a record that a keyed subtask serialized: the sink gets the tagged value and no stale JSON text", async () => {
+    const routing = new RuleRouting(new Map([[5, "shadow"]]));
+    const v5 = branch(routing, 5);
+    await v5.sink.open(undefined);
+    await v5.sink.write([new SerializedSinkRecord(JSON.stringify({ txId: "s5", amount: 3 }), 7, "card-1")]);
+    await checkpoint(1, routing, [v5.sink]);
+    const written = v5.shadow.committed[0]?.record;
+    expect(written).toEqual({ value: { txId: "s5", amount: 3, [RULE_VERSION_FIELD]: 5 }, timestamp: 7, key: "card-1", headers: { [RULE_VERSION_HEADER]: "5" } });
+    expect(written?.json).toBeUndefined();
   });
 
   it("restores the routing a checkpoint recorded, and refuses a switch whose checkpoint never completed", async () => {

@@ -195,7 +195,15 @@ export class RoutedSink implements RecordSink {
       return Promise.resolve();
     }
     const version = String(this.version);
-    const tagged = records.map((r): SinkRecord => ({ ...r, value: { ...r.value, [RULE_VERSION_FIELD]: this.version }, headers: { ...r.headers, [RULE_VERSION_HEADER]: version } }));
+    // Built field by field: a spread would keep a serialized record's `json`, the value before tagging.
+    const tagged = records.map(
+      (r): SinkRecord => ({
+        value: { ...r.value, [RULE_VERSION_FIELD]: this.version },
+        timestamp: r.timestamp,
+        ...(r.key !== undefined ? { key: r.key } : {}),
+        headers: { ...r.headers, [RULE_VERSION_HEADER]: version },
+      }),
+    );
     return (mode === "enforcing" ? this.enforcing : this.shadow).write(tagged);
   }
 

@@ -52,7 +52,7 @@ export class OpsSink extends DelegatingWriter<SinkRecord> implements RecordSink 
     inner: RecordSink,
     private readonly throttle: RecordThrottle,
     readonly time: TimeAccount,
-    private readonly tap?: RingBuffer<TappedRecord>,
+    private readonly tap?: RingBuffer<TapEntry>,
     private readonly onPhase?: (checkpointId: number, nodeId: string, phase: SinkCommitPhase) => void,
   ) {
     super(inner);
@@ -76,7 +76,8 @@ export class OpsSink extends DelegatingWriter<SinkRecord> implements RecordSink 
     if (this.tap) {
       const at = Date.now();
       // The newest records only: a big batch would push most of itself out of the buffer anyway.
-      for (const r of records.slice(-this.tap.capacity)) this.tap.push({ at, value: r.value, timestamp: r.timestamp, ...(r.key !== undefined ? { key: r.key } : {}) });
+      // The record itself: a serialized one is parsed only if the tap is read.
+      for (const r of records.slice(-this.tap.capacity)) this.tap.push({ at, record: r });
     }
     try {
       if (this.throttle.recordsPerSecond === null) {
@@ -95,6 +96,12 @@ export class OpsSink extends DelegatingWriter<SinkRecord> implements RecordSink 
     }
   }
 
+}
+
+/** What a sink's tap keeps: when (processing time) and the record as written. */
+interface TapEntry {
+  at: number;
+  record: SinkRecord;
 }
 
 /** A record seen by a tap: when (processing time), its value, event time and key. */
@@ -137,7 +144,7 @@ class TappedDeadLetters extends DelegatingWriter<DeadLetter> implements DeadLett
 }
 
 export class JobOps {
-  private readonly sinkTaps = new Map<string, RingBuffer<TappedRecord>>();
+  private readonly sinkTaps = new Map<string, RingBuffer<TapEntry>>();
   private readonly deadLetterTaps = new Map<string, RingBuffer<TappedDeadLetter>>();
   /** The current run's sources, watched. */
   private readonly sources = new Map<string, WatchedSource>();
@@ -174,7 +181,7 @@ export class JobOps {
 
   wrapSink(sink: RecordSink): OpsSink {
     let tap = this.sinkTaps.get(sink.nodeId);
-    if (!tap) this.sinkTaps.set(sink.nodeId, (tap = new RingBuffer<TappedRecord>(TAP_CAPACITY)));
+    if (!tap) this.sinkTaps.set(sink.nodeId, (tap = new RingBuffer<TapEntry>(TAP_CAPACITY)));
     const wrapped = new OpsSink(sink, this.throttleOf(sink.nodeId), new TimeAccount(), tap, (id, node, phase) => this.onSinkPhase(id, node, phase));
     this.sinks.set(sink.nodeId, wrapped);
     return wrapped;
@@ -231,7 +238,8 @@ export class JobOps {
   taps(nodeId: string): { records: TappedRecord[]; recordsSeen: number; deadLetters: TappedDeadLetter[]; deadLettersSeen: number } {
     const r = this.sinkTaps.get(nodeId);
     const d = this.deadLetterTaps.get(nodeId);
-    return { records: r?.toArray() ?? [], recordsSeen: r?.pushed ?? 0, deadLetters: d?.toArray() ?? [], deadLettersSeen: d?.pushed ?? 0 };
+    const records = (r?.toArray() ?? []).map(({ at, record: x }): TappedRecord => ({ at, value: x.value, timestamp: x.timestamp, ...(x.key !== undefined ? { key: x.key } : {}) }));
+    return { records, recordsSeen: r?.pushed ?? 0, deadLetters: d?.toArray() ?? [], deadLettersSeen: d?.pushed ?? 0 };
   }
 
   /**

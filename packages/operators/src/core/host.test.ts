@@ -119,6 +119,49 @@ describe("OperatorHost timers", () => {
   });
 });
 
+describe("OperatorHost state statistics", () => {
+  /** Registers an event-time timer at each record's `at` and keeps no state: its keys have timers only. */
+  const timersOnly = defineOperator({
+    type: "test.timers-only",
+    version: 1,
+    category: "custom",
+    title: "timers only",
+    summary: "",
+    docs: "",
+    params: z.object({}),
+    inputs: [{ id: "in", label: "in", accepts: ["keyed"] }],
+    outputs: [{ id: "out", label: "out", kind: "keyed" }],
+    requiresKeyedInput: true,
+    stateful: true,
+    create() {
+      return {
+        processElement(rec, ctx) {
+          ctx.timerService.registerEventTimeTimer((rec.value as { at: number }).at);
+        },
+        onTimer() {},
+      };
+    },
+  });
+
+  it("count keys that have only timers: every call up to 10 000 timers, every tenth call beyond", () => {
+    const h = OperatorTestHarness.forSpec(timersOnly, {}, { keyed: true });
+    for (let i = 0; i < 3; i++) h.processElement({ at: 100 + i }, 1, `k${i}`);
+    expect(h.stateStats()).toMatchObject({ keys: 3, timers: 3 });
+    h.processElement({ at: 200 }, 1, "k3");
+    expect(h.stateStats()).toMatchObject({ keys: 4, timers: 4 });
+    for (let i = 4; i < 10_001; i++) h.processElement({ at: 1000 + i }, 1, `k${i}`);
+    // Every report counts timers exactly; keys past 10 000 timers: recounted at this call, then every tenth.
+    const counted = h.stateStats();
+    expect(counted).toMatchObject({ keys: 10_001, timers: 10_001 });
+    for (let i = 0; i < 5; i++) h.processElement({ at: 50_000 + i }, 1, `extra${i}`);
+    const between = Array.from({ length: 9 }, () => h.stateStats());
+    expect(between.map((s) => [s.keys, s.timers])).toEqual(Array.from({ length: 9 }, () => [10_001, 10_006]));
+    expect(h.stateStats()).toMatchObject({ keys: 10_006, timers: 10_006 });
+    h.processWatermark(100_000);
+    expect(h.stateStats()).toMatchObject({ keys: 0, timers: 0 });
+  });
+});
+
 describe("OperatorHost outputs", () => {
   it("counts late records and refuses side outputs the spec does not declare", () => {
     const h = OperatorTestHarness.forSpec(timerOp, {}, { keyed: true, nodeId: "t2" });

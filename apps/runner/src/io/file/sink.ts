@@ -49,7 +49,7 @@ export class FileSink extends JsonLinesWriter<SinkRecord> implements RecordSink 
     displayPath: string,
     log: Logger,
   ) {
-    super(file, displayPath, (r) => JSON.stringify(r.value), log);
+    super(file, displayPath, (r) => r.json ?? JSON.stringify(r.value), log);
   }
 }
 

@@ -23,7 +23,7 @@ export class KafkaSink implements RecordSink {
     const messages = records.map(
       (r): Message => ({
         key: r.key ?? null,
-        value: JSON.stringify(r.value),
+        value: r.json ?? JSON.stringify(r.value),
         ...(Number.isFinite(r.timestamp) ? { timestamp: String(Math.trunc(r.timestamp)) } : {}),
         ...(r.headers ? { headers: r.headers } : {}),
       }),

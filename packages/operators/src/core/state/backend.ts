@@ -389,6 +389,8 @@ class SnapshotColumns {
   /** Keys reported since they were last packed: those from `reportedFrom` on (a slice leaves the rest). */
   private readonly reported: Key[] = [];
   private reportedFrom = 0;
+  /** Reported keys before this index (from `reportedFrom` on) are distinct and in key-group order (see regroup). */
+  private groupedTo = 0;
   private lastReported: Key | undefined = undefined;
   /** concat()'s last result, kept until a group changes (and its keys until one gains or loses a key). */
   private concatenated: PackedColumns | undefined;
@@ -426,6 +428,7 @@ class SnapshotColumns {
     const byGroup: Key[][] = [];
     for (const k of map.keys()) (byGroup[keyGroupOf(k, maxParallelism)] ??= []).push(k);
     for (const keys of byGroup) if (keys !== undefined) for (const k of keys) columns.reported.push(k);
+    columns.groupedTo = columns.reported.length;
     return columns;
   }
 
@@ -441,6 +444,7 @@ class SnapshotColumns {
       this.stale = true;
       this.reported.length = 0;
       this.reportedFrom = 0;
+      this.groupedTo = 0;
     }
   }
 
@@ -454,6 +458,7 @@ class SnapshotColumns {
     if (reported.length === this.reportedFrom) return true;
     if (budget !== undefined && budget.values <= 0) return false;
     const limit = budget?.values ?? Number.POSITIVE_INFINITY;
+    if (budget !== undefined) this.regroup(limit);
     const changed: Key[][] = [];
     const seen = new Set<Key>();
     let taken = this.reportedFrom;
@@ -466,10 +471,12 @@ class SnapshotColumns {
     if (taken === reported.length) {
       reported.length = 0;
       this.reportedFrom = 0;
+      this.groupedTo = 0;
     } else if (taken > 4096 && taken > reported.length / 2) {
       // Drop the packed head now and then rather than at every slice (a splice is linear).
       reported.splice(0, taken);
       this.reportedFrom = 0;
+      this.groupedTo = Math.max(0, this.groupedTo - taken);
     } else this.reportedFrom = taken;
     if (budget !== undefined) budget.values -= seen.size;
     // A key packed now and changed again must be reported again, even straight after this.
@@ -477,6 +484,33 @@ class SnapshotColumns {
     this.concatenated = undefined;
     changed.forEach((keys, g) => this.repack(g, keys.sort(), map));
     return reported.length === this.reportedFrom;
+  }
+
+  /**
+   * Puts the keys still to pack in key-group order, each once, when more than a slice's worth
+   * arrived in report order since the last time. A slice of keys in report order touches a group
+   * per key, and repack copies each touched group whole: 64 keys over 128 groups copied half the
+   * state per slice. In group order a slice touches one or two groups, and a pass over everything
+   * changed copies the state about once. Only when the unordered tail is at least as long as the
+   * ordered part, so that the keys reported during a long pass are not bucketed over and over.
+   */
+  private regroup(sliceValues: number): void {
+    const reported = this.reported;
+    const from = Math.max(this.groupedTo, this.reportedFrom);
+    const tail = reported.length - from;
+    if (tail <= sliceValues || tail < from - this.reportedFrom) return;
+    const buckets: Key[][] = [];
+    const seen = new Set<Key>();
+    for (let i = this.reportedFrom; i < reported.length; i++) {
+      const k = reported[i] as Key;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      (buckets[keyGroupOf(k, this.maxParallelism)] ??= []).push(k);
+    }
+    let n = this.reportedFrom;
+    for (const b of buckets) if (b !== undefined) for (const k of b) reported[n++] = k;
+    reported.length = n;
+    this.groupedTo = n;
   }
 
   /** One group again: the `changed` keys (sorted) packed anew or dropped, the runs between them copied. */

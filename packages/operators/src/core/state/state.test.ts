@@ -371,6 +371,44 @@ describe("HeapKeyedStateBackend", () => {
     expect(be.snapshot()).toEqual(fresh.snapshot());
   });
 
+  it("packs a long backlog in small slices, put in key-group order while writes go on between them, to a fresh backend's bytes", () => {
+    // Many more keys reported than a slice takes: the backlog is bucketed by key group (regroup),
+    // more keys are reported while the slices run, some of them twice, some deleted.
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 599 }), fc.integer({ min: -1, max: 1000 })), { minLength: 50, maxLength: 400 }),
+        fc.integer({ min: 1, max: 16 }),
+        fc.integer({ min: 1, max: 40 }),
+        (writes, slice, writesPerSlice) => {
+          const be = new HeapKeyedStateBackend();
+          const t = be.table<{ v: number }>("a", "value");
+          const model = new Map<string, number>();
+          const write = ([k, v]: [number, number]) => {
+            if (v < 0) {
+              t.delete(`k${k}`);
+              model.delete(`k${k}`);
+            } else {
+              t.put(`k${k}`, { v });
+              model.set(`k${k}`, v);
+            }
+          };
+          for (let i = 0; i < 300; i++) write([i * 2, i]);
+          be.snapshotColumns(128);
+          for (let i = 0; i < 300; i++) write([(i * 7) % 600, i + 1]);
+          let w = 0;
+          while (!be.materialize(128, { values: slice }) || w < writes.length) for (const end = w + writesPerSlice; w < end && w < writes.length; w++) write(writes[w]!);
+          const fresh = new HeapKeyedStateBackend();
+          for (const [k, v] of [...model].reverse()) fresh.table<{ v: number }>("a", "value").put(k, { v });
+          const got = be.snapshotColumns(128);
+          const want = fresh.snapshotColumns(128);
+          expect(got.map(keysOf)).toEqual(want.map(keysOf));
+          expect(Buffer.from(packedOf(got[0])).equals(Buffer.from(packedOf(want[0])))).toBe(true);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   it("with verification on (the unit tests), a stored object changed in place behind its back fails the snapshot, naming the state and key", () => {
     const be = new HeapKeyedStateBackend();
     const t = be.table<{ n: number }>("acc", "value");
