@@ -198,3 +198,66 @@ describe("kafkajs patch: produce requests", () => {
     );
   });
 });
+
+const murmur2 = require("kafkajs/src/producer/partitioners/default/murmur2") as (key: Buffer | string) => number;
+const Batch = require("kafkajs/src/consumer/batch") as new (
+  topic: string,
+  fetchedOffset: string,
+  partitionData: { partition: number; highWatermark: string; abortedTransactions: unknown[]; messages: Array<{ offset: string; isControlRecord?: boolean }> },
+) => { messages: Array<{ offset: string }> };
+
+/** Java's Utils.murmur2 in 32-bit steps written with BigInt, as a reference independent of Math.imul. */
+function murmur2Reference(data: Buffer): number {
+  const u32 = (x: bigint) => BigInt.asUintN(32, x);
+  const m = 0x5bd1e995n;
+  let h = u32(0x9747b28cn ^ BigInt(data.length));
+  const whole = data.length - (data.length % 4);
+  for (let i = 0; i < whole; i += 4) {
+    let k = BigInt(data.readUInt32LE(i));
+    k = u32(k * m);
+    k ^= k >> 24n;
+    k = u32(k * m);
+    h = u32(h * m) ^ k;
+  }
+  const rest = data.length % 4;
+  if (rest >= 3) h ^= BigInt(data[whole + 2]!) << 16n;
+  if (rest >= 2) h ^= BigInt(data[whole + 1]!) << 8n;
+  if (rest >= 1) h = u32((h ^ BigInt(data[whole]!)) * m);
+  h ^= h >> 13n;
+  h = u32(h * m);
+  h ^= h >> 15n;
+  return Number(BigInt.asIntN(32, h));
+}
+
+describe("kafkajs patch: the default partitioner's murmur2", () => {
+  it("gives Java's Utils.murmur2 values (Kafka's own test vectors) and the reference's on any key", () => {
+    // From Kafka's UtilsTest.testMurmur2: a key lands on the partition a Java producer would choose.
+    expect(murmur2("21")).toBe(-973932308);
+    expect(murmur2("foobar")).toBe(-790332482);
+    expect(murmur2("a-little-bit-long-string")).toBe(-985981536);
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        const key = Buffer.from(bytes);
+        expect(murmur2(key)).toBe(murmur2Reference(key));
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 30 }), (s) => {
+        expect(murmur2(s)).toBe(murmur2Reference(Buffer.from(s)));
+      }),
+    );
+  });
+});
+
+describe("kafkajs patch: a fetch's messages before the fetched offset", () => {
+  it("are dropped by offset, as numbers below 2^53 and as Longs beyond", () => {
+    const offsets = (fetched: string, all: string[]) =>
+      new Batch("t", fetched, { partition: 0, highWatermark: "0", abortedTransactions: [], messages: all.map((offset) => ({ offset })) }).messages.map((m) => m.offset);
+    expect(offsets("5", ["3", "4", "5", "6", "10"])).toEqual(["5", "6", "10"]);
+    expect(offsets("0", ["0", "1"])).toEqual(["0", "1"]);
+    // Past 2^53 numbers are not exact: 9007199254740993 would equal ...992 as a number.
+    expect(offsets("9007199254740993", ["9007199254740992", "9007199254740993", "9007199254740994"])).toEqual(["9007199254740993", "9007199254740994"]);
+    expect(offsets("9007199254740991", ["9007199254740990", "9007199254740991", "9007199254740992"])).toEqual(["9007199254740991", "9007199254740992"]);
+  });
+});
