@@ -254,7 +254,13 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=4
-log.retention.hours=24
+# Retention by size, never by time: the sinks stamp each message with its record's event time
+# (as Kafka Streams does), and the tests' and benchmarks' events are dated 2026-01-01, so any time
+# retention deletes their output at the broker's next check (every 5 minutes, 30 s after start).
+# With 24 h it did, mid-test: the cause of shadow-enforcing.int's failures in CI, whose integration
+# tests start about five minutes after the broker. The byte bound keeps benchmark topics in check.
+log.retention.ms=-1
+log.retention.bytes=1073741824
 log.segment.bytes=67108864
 delete.topic.enable=true
 EOF

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { Kafka, logLevel, type Admin, type IHeaders, type Producer } from "kafkajs";
+import { ConfigResourceTypes, Kafka, logLevel, type Admin, type IHeaders, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEnv, type RunnerEnv } from "../../env";
 import { createLogger } from "../../log";
@@ -161,6 +161,17 @@ afterAll(async () => {
 });
 
 const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service.url, method, url, body);
+
+describe("the services' broker (scripts/services/start.sh)", () => {
+  it("never deletes by time: sinks stamp messages with event time, and the tests' events are dated 2026-01-01", async () => {
+    // Under a time retention the broker deletes such output at its next retention check, mid-test
+    // (shadow-enforcing.int lost half its alerts that way in CI).
+    const [broker] = (await admin.describeCluster()).brokers;
+    const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.BROKER, name: String(broker?.nodeId) }] });
+    const retentionMs = described.resources[0]?.configEntries.find((e) => e.configName === "log.retention.ms")?.configValue;
+    expect(retentionMs).toBe("-1");
+  });
+});
 
 describe("source.kafka -> filter -> sink.kafka on the real broker", () => {
   const deploymentId = `it-${run}`;

@@ -166,8 +166,9 @@ async function readCommitted(topic: string): Promise<Record<string, unknown>[]> 
 
 /**
  * How the last read of each topic went (its end offsets and the batches that reached it), for the
- * failure messages: a rare short read of the enforcement topic (half its alerts, each id once) under
- * load is not yet explained, and a failing CI run keeps only these messages.
+ * failure messages: a failing CI run keeps only these. (They showed reads starting past the first
+ * transactions: the broker's 24 h time retention had deleted alerts stamped 2026-01-01, which
+ * scripts/services/start.sh now prevents.)
  */
 const readTraces = new Map<string, string>();
 const traceOf = (topic: string) => `read of ${topic}: ${readTraces.get(topic) ?? "none"}\nrunner log tail:\n${runnerLog().slice(-4_000)}`;

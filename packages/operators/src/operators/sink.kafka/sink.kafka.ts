@@ -24,7 +24,13 @@ input is keyed (so one card's alerts stay ordered in one partition), otherwise n
 **Delivery.** \`exactly-once\` (the default) writes inside a Kafka transaction that commits when the checkpoint
 completes: consumers reading with \`isolation.level=read_committed\` see each record once, but only after the
 checkpoint, so latency is up to \`checkpointIntervalMs\`. \`at-least-once\` writes immediately; after a failure the
-records since the last checkpoint may be written again, so consumers must deduplicate (e.g. on an alert id).`,
+records since the last checkpoint may be written again, so consumers must deduplicate (e.g. on an alert id).
+
+**Timestamps and retention.** Each message's Kafka timestamp is its record's event time (as in Kafka Streams),
+which comparisons by time range rely on. The broker's time retention (\`retention.ms\`) counts from that
+timestamp, not from when the message was written: a topic that receives a replay of events older than its
+retention loses that output at the broker's next retention check (every 5 minutes by default). Give such a
+topic a retention that covers the replayed period, or retention by size only (\`retention.ms=-1\`).`,
   params: sinkKafkaParams,
   inputs: [{ id: "in", label: "records", accepts: ["stream", "keyed"], multiple: true, required: true }],
   outputs: [],
