@@ -109,6 +109,11 @@ export function ComparisonView({ pipelineId, newSide, oldSide, title = "Shadow a
           ) : null}
           {data.otherVersions > 0 ? <p className="kf-comparison__note">{data.otherVersions} alerts of other versions of the rule (tagged) were left out.</p> : null}
           {data.unreadable.count > 0 ? <p className="kf-comparison__note">{data.unreadable.count} messages were not alerts: {data.unreadable.first.map((u) => `${u.topic}[${u.partition}]@${u.offset} ${u.reason}`).join("; ")}</p> : null}
+          {data.deletedTopics.length > 0 ? (
+            <p className="kf-comparison__note" data-testid="comparison-deleted">
+              The broker has deleted the earliest messages of {data.deletedTopics.map((d) => d.topic).join(", ")} (its retention, which counts from the alerts&apos; event times): the counts cover only what is left.
+            </p>
+          ) : null}
           {data.missingTopics.length + data.truncatedTopics.length > 0 ? (
             <p className="kf-comparison__note">
               {data.missingTopics.length > 0 ? `Not written yet: ${data.missingTopics.join(", ")}. ` : ""}

@@ -32,6 +32,12 @@ export interface TopicRead {
   messages: TopicMessage[];
   /** True when the read stopped at `maxMessages` before the end offsets. */
   truncated: boolean;
+  /**
+   * Partitions whose log starts past where the read was asked to start, with that log start offset:
+   * the broker deleted their earlier messages (retention counts from the messages' timestamps, which
+   * are event times, so a replay of old events can lose its alerts within minutes).
+   */
+  deletedBefore: Record<string, string>;
 }
 
 const READ_TIMEOUT_MS = 60_000;
@@ -41,7 +47,7 @@ export function kafkaClient(brokers: readonly string[]): Kafka {
 }
 
 /** Start and end offsets of each partition of `topic` with something to read, or null when the topic does not exist. */
-async function bounds(admin: Admin, topic: string, range: TopicRange | undefined): Promise<{ starts: Map<number, bigint>; ends: Map<number, bigint> } | null> {
+async function bounds(admin: Admin, topic: string, range: TopicRange | undefined): Promise<{ starts: Map<number, bigint>; ends: Map<number, bigint>; deletedBefore: Record<string, string> } | null> {
   const topics = await admin.listTopics();
   if (!topics.includes(topic)) return null;
   const byTime = async (ts: number | undefined) => (ts === undefined ? null : new Map((await admin.fetchTopicOffsetsByTimestamp(topic, ts)).map((o) => [o.partition, BigInt(o.offset)])));
@@ -49,6 +55,7 @@ async function bounds(admin: Admin, topic: string, range: TopicRange | undefined
   const endAt = await byTime(range?.endTime);
   const starts = new Map<number, bigint>();
   const ends = new Map<number, bigint>();
+  const deletedBefore: Record<string, string> = {};
   for (const o of await admin.fetchTopicOffsets(topic)) {
     const low = BigInt(o.low);
     const high = BigInt(o.high);
@@ -56,6 +63,10 @@ async function bounds(admin: Admin, topic: string, range: TopicRange | undefined
     const namedEnd = range?.endOffsets?.[String(o.partition)];
     const start = namedStart !== undefined ? BigInt(namedStart) : (startAt?.get(o.partition) ?? low);
     const end = namedEnd !== undefined ? BigInt(namedEnd) : (endAt?.get(o.partition) ?? high);
+    // Asked from the topic's beginning (or a named offset) but it starts later: deleted. (A start by
+    // instant resolves among the messages left, so it cannot tell.)
+    const asked = namedStart !== undefined ? BigInt(namedStart) : startAt ? undefined : 0n;
+    if (asked !== undefined && low > asked) deletedBefore[String(o.partition)] = String(low);
     const from = start > low ? start : low;
     const to = end < high ? end : high;
     if (to > from) {
@@ -63,7 +74,7 @@ async function bounds(admin: Admin, topic: string, range: TopicRange | undefined
       ends.set(o.partition, to);
     }
   }
-  return { starts, ends };
+  return { starts, ends, deletedBefore };
 }
 
 export async function readTopicToEnd(kafka: Kafka, topic: string, maxMessages: number, range?: TopicRange): Promise<TopicRead> {
@@ -72,9 +83,9 @@ export async function readTopicToEnd(kafka: Kafka, topic: string, maxMessages: n
   const groupId = `keyflow.comparison.${randomBytes(6).toString("hex")}`;
   try {
     const found = await bounds(admin, topic, range);
-    if (found === null) return { topic, exists: false, messages: [], truncated: false };
-    const { starts, ends } = found;
-    if (ends.size === 0) return { topic, exists: true, messages: [], truncated: false };
+    if (found === null) return { topic, exists: false, messages: [], truncated: false, deletedBefore: {} };
+    const { starts, ends, deletedBefore } = found;
+    if (ends.size === 0) return { topic, exists: true, messages: [], truncated: false, deletedBefore };
     const messages: TopicMessage[] = [];
     const reached = new Set<number>();
     let truncated = false;
@@ -127,7 +138,7 @@ export async function readTopicToEnd(kafka: Kafka, topic: string, maxMessages: n
     } finally {
       await consumer.disconnect();
     }
-    return { topic, exists: true, messages, truncated };
+    return { topic, exists: true, messages, truncated, deletedBefore };
   } finally {
     // The reader's group has no use once the read is over.
     await admin.deleteGroups([groupId]).catch(() => undefined);

@@ -96,6 +96,8 @@ export interface Comparison {
   /** Topics that do not exist yet (the version has written nothing), and reads cut at MAX_MESSAGES. */
   missingTopics: string[];
   truncatedTopics: string[];
+  /** Topics whose earliest messages the broker has deleted (retention): the comparison counts only what is left. */
+  deletedTopics: { topic: string; logStart: Record<string, string> }[];
   inputTopics: string[];
   /** Both sides restricted to the records of a backtest's range (alerts on others left out, counted in stats.outOfScope). */
   scopedToRange: boolean;
@@ -353,6 +355,7 @@ export async function compareVersions(prisma: PrismaClient, brokers: readonly st
     unreadable: { count: unreadable.length, first: unreadable.slice(0, 5) },
     missingTopics: all.filter((r) => !r.exists).map((r) => r.topic),
     truncatedTopics: all.filter((r) => r.truncated).map((r) => r.topic),
+    deletedTopics: all.filter((r) => Object.keys(r.deletedBefore).length > 0).map((r) => ({ topic: r.topic, logStart: r.deletedBefore })),
     inputTopics: needInput ? input$.topics : [],
     otherVersions: fresh.otherVersions + old.otherVersions,
     scopedToRange: input$.scoped && needInput,

@@ -346,7 +346,7 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     expect(result.new).toMatchObject({ number: 2, mode: "shadow", topics: [`${B}.shadow`], idField: "txId" });
     expect(result.old).toMatchObject({ number: 1, mode: "enforcing", topics: [ENFORCEMENT] });
     // The enforcement topic holds rule A's run of the same graph too: the same 20 ids, seen as repeats.
-    expect(result.stats.counts, JSON.stringify({ missing: result.missingTopics, truncated: result.truncatedTopics, unreadable: result.unreadable })).toEqual({ both: 20, onlyNew: 30, onlyOld: 0, newTotal: 50, oldTotal: 20 });
+    expect(result.stats.counts, JSON.stringify({ missing: result.missingTopics, truncated: result.truncatedTopics, deleted: result.deletedTopics, unreadable: result.unreadable })).toEqual({ both: 20, onlyNew: 30, onlyOld: 0, newTotal: 50, oldTotal: 20 });
     expect(result.stats.repeated).toEqual({ new: 0, old: 20 });
     expect(result.stats.perHour.reduce((s, h) => s + h.new, 0)).toBe(50);
     expect(result.stats.perHour.reduce((s, h) => s + h.old, 0)).toBe(20);
@@ -358,6 +358,7 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     // Labels: 80 fraud payments in the input; v2 40 of 50 alerts fraud, v1 20 of 20.
     expect(result.stats.scores).toMatchObject({ labelField: "isFraud", fraudInInput: 80, new: { labelled: 50, truePositives: 40, precision: 0.8, recall: 0.5 }, old: { labelled: 20, truePositives: 20, precision: 1, recall: 0.25 } });
     expect(result.unreadable.count).toBe(0);
+    expect(result.deletedTopics).toEqual([]);
   });
 
   it("asks for a written reason to promote before the policy's days in shadow; the promotion switches the job's branches at one checkpoint, audited", async () => {
@@ -434,5 +435,16 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     // Three switches and no input since: the enforcement topic still holds rule B's 20 alerts once each (and rule A's 20).
     expect((await readCommitted(ENFORCEMENT)).map(txIdOf).sort(), traceOf(ENFORCEMENT)).toEqual([...fraudBursts, ...fraudBursts].sort());
     expect(await readCommitted(`${B}.shadow`)).toHaveLength(50);
+  });
+
+  it("tells the approver when the broker has deleted a topic's earliest alerts, rather than counting only what is left as the whole", async () => {
+    // As a retention check does to alerts stamped with old event times: the log of each partition of
+    // the shadow topic now starts one offset later.
+    const starts = await admin.fetchTopicOffsets(`${B}.shadow`);
+    const cut = starts.filter((o) => Number(o.high) > Number(o.low));
+    await admin.deleteTopicRecords({ topic: `${B}.shadow`, partitions: cut.map((o) => ({ partition: o.partition, offset: String(Number(o.low) + 1) })) });
+    const result = await ok<Comparison>("query", "comparison.compare", { pipelineId: b.pipelineId }, "ada");
+    expect(result.deletedTopics).toEqual([{ topic: `${B}.shadow`, logStart: Object.fromEntries(cut.map((o) => [String(o.partition), String(Number(o.low) + 1)])) }]);
+    expect(result.stats.counts.newTotal).toBe(50 - cut.length);
   });
 });
