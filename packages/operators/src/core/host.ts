@@ -304,17 +304,27 @@ export class OperatorHost {
 
   /** Whether processBatch hands keyed records to the operator in one call (else it loops over processElement). */
   get takesBatches(): boolean {
-    return this.operator.processBatch !== undefined && this.keySelector === undefined;
+    return this.operator.processBatch !== undefined;
+  }
+
+  /** Whether the node keys its input itself (its spec's keySelector, as dedup's id): its records need no key. */
+  get selectsKeys(): boolean {
+    return this.keySelector !== undefined;
   }
 
   /**
    * Records arriving on `in` through channel 0 one after another, with no watermark between
-   * them: the same as processElement on each in order, but an operator with processBatch (and no
-   * key selector of its own) takes them in one call (see Operator.processBatch).
+   * them: the same as processElement on each in order, but an operator with processBatch takes
+   * them in one call (see Operator.processBatch): all of them when they are keyed, or, for a node
+   * that keys its input itself, the runs between records whose key cannot be selected.
    */
   processBatch(records: readonly StreamRecord[], from = 0, to = records.length): void {
     const op = this.operator;
-    let keyed = op.processBatch !== undefined && this.keySelector === undefined;
+    if (op.processBatch !== undefined && this.keySelector !== undefined) {
+      this.selectKeysThenBatch(op.processBatch.bind(op), this.keySelector, records, from, to);
+      return;
+    }
+    let keyed = op.processBatch !== undefined;
     for (let i = from; keyed && i < to; i++) keyed = (records[i] as StreamRecord).key !== undefined;
     if (!keyed) {
       for (let i = from; i < to; i++) this.processElement(records[i] as StreamRecord);
@@ -323,6 +333,48 @@ export class OperatorHost {
     this.recordsIn += to - from;
     this.ctx.inputPort = "in";
     op.processBatch?.(records, from, to, this.ctx);
+  }
+
+  /** Keyed copies of the records of a run (selectKeysThenBatch), reused from one run to the next. */
+  private readonly keyedRun: StreamRecord[] = [];
+
+  /**
+   * processBatch for a node that keys its input itself: each record keyed as processElement keys it,
+   * handed over in runs. A record whose key cannot be selected ends the run before it and then goes
+   * through processElement (which selects again, fails the same way and sends it to `errors`), so
+   * that outputs keep the order of record-by-record processing; one whose key group another subtask
+   * owns is skipped, as there.
+   */
+  private selectKeysThenBatch(processBatch: NonNullable<Operator["processBatch"]>, select: KeySelector, records: readonly StreamRecord[], from: number, to: number): void {
+    const run = this.keyedRun;
+    const range = this.keyGroupRange;
+    const deliverRun = (): void => {
+      if (run.length === 0) return;
+      this.recordsIn += run.length;
+      this.ctx.inputPort = "in";
+      try {
+        processBatch(run, 0, run.length, this.ctx);
+      } finally {
+        run.length = 0;
+      }
+    };
+    for (let i = from; i < to; i++) {
+      const r = records[i] as StreamRecord;
+      let key: Key;
+      try {
+        key = select(r.value);
+      } catch {
+        deliverRun();
+        this.processElement(r);
+        continue;
+      }
+      if (range !== undefined && !keyGroupRangeContains(range, keyGroupOf(key, this.maxParallelism))) {
+        this.recordsIn++;
+        continue;
+      }
+      run.push({ value: r.value, timestamp: r.timestamp, key });
+    }
+    deliverRun();
   }
 
   // ---- watermarks and time -------------------------------------------------------------------

@@ -131,8 +131,8 @@ export class LocalJob {
   private readonly remote: LocalJobOptions["remote"];
   private readonly batches: boolean;
   /**
-   * Keyed records routed to one operator with a batch path (OperatorHost.takesBatches), on `in`
-   * through channel 0, not yet delivered. They are delivered in one processBatch call (the
+   * Keyed records (or any, for a node that keys its input itself) routed to one operator with a
+   * batch path (OperatorHost.takesBatches), on `in` through channel 0, not yet delivered. They are delivered in one processBatch call (the
    * overlapping lookups of Operator.processBatch) before anything that could see the difference:
    * a watermark, idleness or processing time anywhere; a record for that operator on another
    * input or for a node downstream of it; anything added to the emissions (sink records, dead
@@ -428,7 +428,7 @@ export class LocalJob {
   /** A record for operator node `id` on input `port` through `channel`: held for a batch (see pending) or processed now. */
   private deliver(id: string, host: OperatorHost, port: string, channel: number, value: JsonObject, timestamp: number, key: Key | undefined): void {
     const pending = this.pending;
-    if (key !== undefined && port === "in" && channel === 0) {
+    if ((key !== undefined || host.selectsKeys) && port === "in" && channel === 0) {
       if (pending !== undefined && pending.host === host) {
         pending.records.push({ value, timestamp, key });
         return;

@@ -5,6 +5,7 @@ import type { JsonObject, Key } from "../core/api";
 import { MAX_WATERMARK } from "../core/api";
 import { OperatorHost, type StateStats } from "../core/host";
 import type { OperatorSpec } from "../core/spec";
+import type { KeyGroupRange } from "../core/keys";
 import type { KeyedStateBackend } from "../core/state";
 import type { z } from "zod";
 
@@ -25,6 +26,8 @@ export interface HarnessOptions {
   nodeId?: string;
   /** The keyed state backend (default: the heap backend); e.g. a serializing one to run an operator's generic storage. */
   backend?: () => KeyedStateBackend;
+  /** The key groups this subtask owns (default: all); records keyed outside it are skipped, as in a parallel job. */
+  keyGroupRange?: KeyGroupRange;
 }
 
 export class OperatorTestHarness<P extends z.ZodType = z.ZodType> {
@@ -54,6 +57,7 @@ export class OperatorTestHarness<P extends z.ZodType = z.ZodType> {
       ...(opts.processingTime !== undefined ? { processingTime: opts.processingTime } : {}),
       ...(restoreFrom ? { restoreFrom } : {}),
       ...(opts.backend ? { backend: opts.backend() } : {}),
+      ...(opts.keyGroupRange ? { keyGroupRange: opts.keyGroupRange } : {}),
     });
   }
 

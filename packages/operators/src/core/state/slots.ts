@@ -188,6 +188,27 @@ export class KeySlots {
     return this.positions[2 * (h & this.mask) + 1] as number;
   }
 
+  /**
+   * The first stages of looking a chunk of keys up, each a loop whose loads do not depend on one
+   * another, so that different keys' cache misses overlap instead of queueing one by one (within
+   * one key they are dependent): the key strings' first line (hashing reads the characters one
+   * after another, a loop too long to keep more than a key or two's misses in flight), then
+   * hashes[i] = hashKey(keys[i]), the home positions (into homes[i], scratch) and the keys of the
+   * slots there. The lookups proper (findHashed or findOrAddHashed with hashes[i]) then find these
+   * lines in cache. Returns what it read: keep it, so that the compiler keeps the reads.
+   */
+  prefetch(keys: readonly Key[], n: number, hashes: Int32Array, homes: Int32Array): number {
+    let touched = 0;
+    for (let i = 0; i < n; i++) touched += (keys[i] as Key).length;
+    for (let i = 0; i < n; i++) hashes[i] = hashKey(keys[i] as Key);
+    for (let i = 0; i < n; i++) homes[i] = this.homeOf(hashes[i] as number);
+    for (let i = 0; i < n; i++) {
+      const s = homes[i] as number;
+      if (s !== 0 && this.keyOf[s - 1] !== undefined) touched++;
+    }
+    return touched;
+  }
+
   /** Live slots in ascending slot order. */
   *slots(): IterableIterator<number> {
     for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) yield s;

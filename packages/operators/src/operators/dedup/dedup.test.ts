@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { OperatorTestHarness } from "../../testing/harness";
-import { NUM_RUNS, arrivalOrder, feed, jittersArb, ofKey, run, runWithRestore, type TestEvent } from "../shared/test-support";
+import { OperatorTestHarness, type HarnessOptions, type HarnessOutput } from "../../testing/harness";
+import { NUM_RUNS, arrivalOrder, feed, feedBatches, jittersArb, ofKey, run, runWithRestore, type TestEvent } from "../shared/test-support";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
 import { dedupSpec } from "./dedup";
 
@@ -191,6 +191,35 @@ describe("dedup: heap storage and handle storage", () => {
         const params = { field: "eventId", ttlMs };
         const [a, b] = heapFirst ? [unkeyed, serializing] : [serializing, unkeyed];
         expect(runWithRestore(dedupSpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(run(dedupSpec, params, arrivals, BOUND, unkeyed));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("processBatch (the records between two watermarks in one call) emits what processElement does, with errors and another subtask's ids among them, on both storages", () => {
+    // Records without the id (errors) end a run; with a key group range, ids of other subtasks are skipped.
+    const withErrorsArb = fc
+      .array(fc.record({ ts: fc.integer({ min: 0, max: 200 }), eventId: fc.option(fc.constantFrom("a", "b", "c", "d", 1), { nil: undefined }) }), { maxLength: 60 })
+      .map((list) => list.map((e, i): TestEvent => ({ key: "", ts: e.ts, value: e.eventId === undefined ? { seq: i } : { eventId: e.eventId, seq: i } })));
+    const batched = (params: { field: string; ttlMs: number }, arrivals: readonly TestEvent[], opts: HarnessOptions): { out: HarnessOutput[]; recordsIn: number } => {
+      const h = OperatorTestHarness.forSpec(dedupSpec, params, opts);
+      feedBatches(h, arrivals, BOUND);
+      return { out: h.output(), recordsIn: h.host.metrics().recordsIn };
+    };
+    const oneByOne = (params: { field: string; ttlMs: number }, arrivals: readonly TestEvent[], opts: HarnessOptions): { out: HarnessOutput[]; recordsIn: number } => {
+      const h = OperatorTestHarness.forSpec(dedupSpec, params, opts);
+      feed(h, arrivals, { bound: BOUND });
+      return { out: h.output(), recordsIn: h.host.metrics().recordsIn };
+    };
+    fc.assert(
+      fc.property(fc.oneof(withErrorsArb, lateArb), ttlArb, fc.boolean(), (arrivals, ttlMs, split) => {
+        const params = { field: "eventId", ttlMs };
+        const range = split ? { keyGroupRange: { start: 0, end: 63 } } : {};
+        for (const opts of [unkeyed, serializing]) {
+          const b = batched(params, arrivals, { ...opts, ...range });
+          expect(b).toEqual(oneByOne(params, arrivals, { ...opts, ...range }));
+          expect(b.recordsIn).toBe(arrivals.length);
+        }
       }),
       { numRuns: NUM_RUNS },
     );

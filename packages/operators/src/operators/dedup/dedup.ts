@@ -3,14 +3,14 @@
 // itself so it needs no keyBy. State is one timestamp per live id, freed by an event-time timer
 // when its TTL has passed, so an unbounded stream of unique ids keeps a bounded state.
 import { z } from "zod";
-import type { Operator } from "../../core/api";
+import type { Operator, ProcessContext, StreamRecord } from "../../core/api";
 import { canonicalKey } from "../../core/keys";
 import { defineOperator } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorsPort } from "../side-outputs";
 import { fieldParamIssues, readField } from "../shared/fields";
-import { HandleDedupStore, SlotDedupStore, type DedupStore } from "./store";
+import { HandleDedupStore, PREFETCH_CHUNK, SlotDedupStore, type DedupStore } from "./store";
 
 export const dedupParams = z.strictObject({
   field: fieldName().describe(
@@ -70,23 +70,40 @@ compared with the state that remains.`,
     // The storage is the backend's choice (store.ts): flat columns on the heap, state handles and
     // timers elsewhere; the decision below is the same for both.
     let store: DedupStore;
+    /** prefetched: the record's index in the chunk store.prefetch() read ahead, or -1. */
+    const decide = (record: StreamRecord, ctx: ProcessContext, prefetched: number): void => {
+      const ts = record.timestamp;
+      const key = ctx.key as string;
+      const passed = store.passedAt(key, ctx, prefetched);
+      if (passed !== undefined && passed > ts - params.ttlMs) {
+        const n = store.addDuplicate(key);
+        ctx.sideOutput("duplicates", { key, ts, passedAt: passed, duplicates: n, record: record.value }, ts);
+        return;
+      }
+      // A record passes only at least ttlMs after the previous one, so passedAt only grows.
+      store.pass(key, ts, ctx);
+      ctx.output(record.value, ts);
+    };
     return {
       open(ctx) {
         store = ctx.adoptState !== undefined ? new SlotDedupStore(params.ttlMs) : new HandleDedupStore(params.ttlMs);
         store.open(ctx);
       },
       processElement(record, ctx) {
-        const ts = record.timestamp;
-        const key = ctx.key as string;
-        const passed = store.passedAt(key, ctx);
-        if (passed !== undefined && passed > ts - params.ttlMs) {
-          const n = store.addDuplicate(key);
-          ctx.sideOutput("duplicates", { key, ts, passedAt: passed, duplicates: n, record: record.value }, ts);
-          return;
+        decide(record, ctx, -1);
+      },
+      // A chunk's ids are hashed and their table positions read first, then the records decided in
+      // order: over a million live ids each lookup is a cache miss, and these then overlap.
+      processBatch(records, from, to, ctx) {
+        for (let f = from; f < to; f += PREFETCH_CHUNK) {
+          const t = Math.min(to, f + PREFETCH_CHUNK);
+          const prefetched = store.prefetch(records, f, t);
+          for (let i = f; i < t; i++) {
+            const r = records[i] as StreamRecord;
+            ctx.enter(r);
+            decide(r, ctx, prefetched ? i - f : -1);
+          }
         }
-        // A record passes only at least ttlMs after the previous one, so passedAt only grows.
-        store.pass(key, ts, ctx);
-        ctx.output(record.value, ts);
       },
       onTimer(timer) {
         store.onTimer(timer);

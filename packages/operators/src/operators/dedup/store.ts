@@ -2,7 +2,7 @@
 // (dedup.ts), two storages. On any backend, two value states and one expiry timer per id; on the
 // heap backend (RuntimeContext.adoptState), flat columns by slot and expiry by time buckets: no
 // timer, no Map entry and no object per id, which is what a million live ids cost before.
-import { valueState, type Key, type ProcessContext, type RuntimeContext, type TimerFiring, type ValueState } from "../../core/api";
+import { valueState, type Key, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
 import { growColumn, KeySlots, SlotSchedule, SlotTableView } from "../../core/state";
 
 export const PASSED_AT = "passedAt";
@@ -16,8 +16,16 @@ const EXPIRY_TIMER = "expiry";
  */
 export interface DedupStore {
   open(ctx: RuntimeContext): void;
-  /** When the current key's id passed, if it is remembered (the entry stays current for the calls below). */
-  passedAt(key: Key, ctx: ProcessContext): number | undefined;
+  /**
+   * Reads ahead for the records [from, to) (at most PREFETCH_CHUNK) about to be decided in order;
+   * returns whether it did, so that passedAt may be told each one's index among them.
+   */
+  prefetch(records: readonly StreamRecord[], from: number, to: number): boolean;
+  /**
+   * When the current key's id passed, if it is remembered (the entry stays current for the calls
+   * below); prefetched: the record's index in the last prefetch() that returned true, or -1.
+   */
+  passedAt(key: Key, ctx: ProcessContext, prefetched: number): number | undefined;
   /** One more copy held back for the entry passedAt() found; returns how many so far. */
   addDuplicate(key: Key): number;
   /** The id passes at ts: replaces what passedAt() found (its copy count restarts). */
@@ -39,6 +47,9 @@ export class HandleDedupStore implements DedupStore {
     // and only ids that actually have copies pay for a counter.
     this.passed = ctx.getValueState(valueState<number>(PASSED_AT));
     this.duplicates = ctx.getValueState(valueState<number>(DUPLICATES));
+  }
+  prefetch(): boolean {
+    return false;
   }
   passedAt(): number | undefined {
     this.found = this.passed.value();
@@ -71,6 +82,8 @@ const DUPS = 1;
 /** The watermark advance (epoch) during which the id passed: see alive(). */
 const EPOCH = 2;
 const STRIDE = 3;
+/** Records whose ids processBatch looks up ahead of deciding them (as the windows' LOOKUP_CHUNK). */
+export const PREFETCH_CHUNK = 128;
 /** Expired slots whose table positions the sweep reads ahead of freeing them. */
 const SWEEP_CHUNK = 64;
 
@@ -87,8 +100,12 @@ export class SlotDedupStore implements DedupStore {
   private epoch = 0;
   private watermark = Number.NEGATIVE_INFINITY;
   private slot = -1;
-  /** What the sweep's first pass read, kept so that the compiler keeps the reads. */
+  /** What the sweep's first pass and prefetch() read, kept so that the compiler keeps the reads. */
   private touched = 0;
+  /** prefetch()'s chunk: its keys, their hashes, and scratch for their home positions. */
+  private readonly chunkKeys: Key[] = [];
+  private readonly hashes = new Int32Array(PREFETCH_CHUNK);
+  private readonly homes = new Int32Array(PREFETCH_CHUNK);
 
   constructor(private readonly ttlMs: number) {
     this.expiries = new SlotSchedule(ttlMs / 4);
@@ -123,9 +140,19 @@ export class SlotDedupStore implements DedupStore {
     }
   }
 
-  passedAt(key: Key, ctx: ProcessContext): number | undefined {
+  prefetch(records: readonly StreamRecord[], from: number, to: number): boolean {
+    const n = to - from;
+    const keys = this.chunkKeys;
+    for (let i = 0; i < n; i++) keys[i] = (records[from + i] as StreamRecord).key as Key;
+    this.touched = this.slots.prefetch(keys, n, this.hashes, this.homes);
+    return true;
+  }
+
+  passedAt(key: Key, ctx: ProcessContext, prefetched: number): number | undefined {
     this.watermark = ctx.timerService.currentWatermark();
-    const slot = this.slots.find(key);
+    // A prefetched hash is still the key's, and its probe finds the positions in cache; the table
+    // may have changed since (an earlier record of the chunk passed), so the probe runs again.
+    const slot = prefetched < 0 ? this.slots.find(key) : this.slots.findHashed(key, this.hashes[prefetched] as number);
     this.slot = slot;
     return slot >= 0 && this.alive(slot) ? this.rows[slot * STRIDE + PASSED] : undefined;
   }

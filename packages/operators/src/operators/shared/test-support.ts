@@ -4,7 +4,7 @@
 // snapshot → restore → continue run that must equal an uninterrupted one.
 import fc from "fast-check";
 import type { z } from "zod";
-import type { JsonObject } from "../../core/api";
+import type { JsonObject, StreamRecord } from "../../core/api";
 import type { OperatorSpec } from "../../core/spec";
 import { OperatorTestHarness, type HarnessOptions, type HarnessOutput } from "../../testing/harness";
 
@@ -52,6 +52,26 @@ export function feed(h: OperatorTestHarness, events: readonly TestEvent[], opts:
     opts.after?.(i);
   }
   if (!opts.noEnd) h.endOfInput();
+}
+
+/**
+ * As feed, but the records between two watermark advances go to the host in one processBatch
+ * call, as the runner delivers a source poll's records.
+ */
+export function feedBatches(h: OperatorTestHarness, events: readonly TestEvent[], bound: number): void {
+  const records: StreamRecord[] = events.map((e) => ({ value: e.value, timestamp: e.ts, key: e.key }));
+  let max = Number.NEGATIVE_INFINITY;
+  let from = 0;
+  records.forEach((r, i) => {
+    if (r.timestamp > max) {
+      max = r.timestamp;
+      h.host.processBatch(records, from, i + 1);
+      from = i + 1;
+      h.processWatermark(max - bound - 1);
+    }
+  });
+  h.host.processBatch(records, from, records.length);
+  h.endOfInput();
 }
 
 /** The whole output of one uninterrupted run. */

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { JsonObject, StreamRecord } from "../../core/api";
+import type { JsonObject } from "../../core/api";
 import { OperatorTestHarness, type HarnessOutput } from "../../testing/harness";
 import { canonicalJson } from "../shared/fields";
-import { NUM_RUNS, arrivalOrder, byKey, eventsArb, feed, jittersArb, ofKey, ofPort, run, runWithRestore, type TestEvent } from "../shared/test-support";
+import { NUM_RUNS, arrivalOrder, byKey, eventsArb, feed, feedBatches, jittersArb, ofKey, ofPort, run, runWithRestore, type TestEvent } from "../shared/test-support";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
 import { velocitySpec } from "./velocity";
 
@@ -295,19 +295,7 @@ describe("velocity (ordered): heap storage and handle storage", () => {
     // The watermark trails the arrivals by BOUND, but records arrive up to 2 × BOUND late, so some are late.
     const batched = (params: { threshold: number; windowMs: number }, arrivals: readonly TestEvent[], opts: typeof keyed): HarnessOutput[] => {
       const h = OperatorTestHarness.forSpec(velocitySpec, params, opts);
-      const records: StreamRecord[] = arrivals.map((e) => ({ value: e.value, timestamp: e.ts, key: e.key }));
-      let max = Number.NEGATIVE_INFINITY;
-      let from = 0;
-      records.forEach((r, i) => {
-        if (r.timestamp > max) {
-          max = r.timestamp;
-          h.host.processBatch(records, from, i + 1);
-          from = i + 1;
-          h.processWatermark(max - BOUND - 1);
-        }
-      });
-      h.host.processBatch(records, from, records.length);
-      h.endOfInput();
+      feedBatches(h, arrivals, BOUND);
       return h.output();
     };
     fc.assert(

@@ -18,7 +18,7 @@ import {
   type WatermarkContext,
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
-import { estimateBytes, hashKey, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
+import { estimateBytes, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -745,9 +745,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     // Every key's slot and row first, in arrival order, then the counting: the lookups and row loads
     // (cache misses over a million keys) of different keys then overlap instead of queueing one by
     // one, and sorting then reads keys already in cache.
-    // In stages, each a loop whose loads do not depend on one another (the key strings, their home
-    // positions, the keys there, the rows), so that each stage's misses overlap: within one key
-    // they are dependent, and a loop doing all of them per key overlapped little.
+    // In stages (KeySlots.prefetch's, then the rows), each a loop whose loads do not depend on one
+    // another, so that each stage's misses overlap.
     if (n > this.slotOf.length) {
       this.slotOf = new Int32Array(2 ** Math.ceil(Math.log2(n)));
       this.sortedSlots = new Int32Array(this.slotOf.length);
@@ -756,16 +755,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const slotOf = this.slotOf;
     const hashes = this.hashes;
     const table = this.slots;
-    let touched = 0;
-    // The key strings' first line (their length and first characters): hashing reads each key's
-    // characters one after another, a loop too long to keep more than a key or two's misses in flight.
-    for (let i = 0; i < n; i++) touched += (at.keys[i] as Key).length;
-    for (let i = 0; i < n; i++) hashes[i] = hashKey(at.keys[i] as Key);
-    for (let i = 0; i < n; i++) slotOf[i] = table.homeOf(hashes[i] as number);
-    for (let i = 0; i < n; i++) {
-      const s = slotOf[i] as number;
-      if (s !== 0 && table.keyAt(s - 1) !== undefined) touched++;
-    }
+    let touched = table.prefetch(at.keys as readonly Key[], n, hashes, slotOf);
     for (let i = 0; i < n; i++) {
       const slot = table.findOrAddHashed(at.keys[i] as Key, hashes[i] as number);
       if (table.added) this.windows.grow(table.capacity);

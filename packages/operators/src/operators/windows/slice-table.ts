@@ -7,7 +7,7 @@
 // loads. Timers stay the host's (one per key, as on the handle path), so snapshots hold the same
 // state and timers whichever storage wrote them.
 import type { Key, RuntimeContext } from "../../core/api";
-import { ChangeReportingSlotTableView, estimateBytes, hashKey, KeySlots } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, KeySlots } from "../../core/state";
 import type { SliceState } from "./sliced-window";
 
 /** Above this many live keys, estimatedBytes() samples the slice arrays evenly. */
@@ -61,26 +61,13 @@ export class SliceTable {
     this.rows[slot] = undefined;
   }
 
-  /**
-   * slotOf[i] = the slot of keys[i] (or -1) for i < n, in stages whose loads are independent of one
-   * another, so that their cache misses overlap: the key strings (hashing reads their characters one
-   * by one), the home positions, the keys of the slots found there (compared on a hash match), then
-   * the probes proper, which find those lines in cache.
-   */
+  /** slotOf[i] = the slot of keys[i] (or -1) for i < n, after KeySlots.prefetch's stages, so that the misses of different keys overlap. */
   lookUp(keys: readonly Key[], n: number, slotOf: Int32Array): void {
     if (this.hashes.length < n) this.hashes = new Int32Array(n);
     const hashes = this.hashes;
     const slots = this.slots;
-    let touched = 0;
-    for (let i = 0; i < n; i++) touched += (keys[i] as Key).length;
-    for (let i = 0; i < n; i++) hashes[i] = hashKey(keys[i] as Key);
-    for (let i = 0; i < n; i++) slotOf[i] = slots.homeOf(hashes[i] as number);
-    for (let i = 0; i < n; i++) {
-      const s = slotOf[i] as number;
-      if (s !== 0 && slots.keyAt(s - 1) !== undefined) touched++;
-    }
+    this.touched = slots.prefetch(keys, n, hashes, slotOf);
     for (let i = 0; i < n; i++) slotOf[i] = slots.findHashed(keys[i] as Key, hashes[i] as number);
-    this.touched = touched;
   }
 
   private load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
