@@ -321,7 +321,7 @@ export class OperatorHost {
   processBatch(records: readonly StreamRecord[], from = 0, to = records.length): void {
     const op = this.operator;
     if (op.processBatch !== undefined && this.keySelector !== undefined) {
-      this.selectKeysThenBatch(op.processBatch.bind(op), this.keySelector, records, from, to);
+      this.selectKeysThenBatch(this.keySelector, records, from, to);
       return;
     }
     let keyed = op.processBatch !== undefined;
@@ -345,26 +345,15 @@ export class OperatorHost {
    * that outputs keep the order of record-by-record processing; one whose key group another subtask
    * owns is skipped, as there.
    */
-  private selectKeysThenBatch(processBatch: NonNullable<Operator["processBatch"]>, select: KeySelector, records: readonly StreamRecord[], from: number, to: number): void {
-    const run = this.keyedRun;
+  private selectKeysThenBatch(select: KeySelector, records: readonly StreamRecord[], from: number, to: number): void {
     const range = this.keyGroupRange;
-    const deliverRun = (): void => {
-      if (run.length === 0) return;
-      this.recordsIn += run.length;
-      this.ctx.inputPort = "in";
-      try {
-        processBatch(run, 0, run.length, this.ctx);
-      } finally {
-        run.length = 0;
-      }
-    };
     for (let i = from; i < to; i++) {
       const r = records[i] as StreamRecord;
       let key: Key;
       try {
         key = select(r.value);
       } catch {
-        deliverRun();
+        this.deliverKeyedRun();
         this.processElement(r);
         continue;
       }
@@ -372,9 +361,22 @@ export class OperatorHost {
         this.recordsIn++;
         continue;
       }
-      run.push({ value: r.value, timestamp: r.timestamp, key });
+      this.keyedRun.push({ value: r.value, timestamp: r.timestamp, key });
     }
-    deliverRun();
+    this.deliverKeyedRun();
+  }
+
+  /** Hands the run selectKeysThenBatch collected to the operator, and empties it. */
+  private deliverKeyedRun(): void {
+    const run = this.keyedRun;
+    if (run.length === 0) return;
+    this.recordsIn += run.length;
+    this.ctx.inputPort = "in";
+    try {
+      this.operator.processBatch?.(run, 0, run.length, this.ctx);
+    } finally {
+      run.length = 0;
+    }
   }
 
   // ---- watermarks and time -------------------------------------------------------------------

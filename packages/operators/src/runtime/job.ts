@@ -132,12 +132,12 @@ export class LocalJob {
   private readonly batches: boolean;
   /**
    * Keyed records (or any, for a node that keys its input itself) routed to one operator with a
-   * batch path (OperatorHost.takesBatches), on `in` through channel 0, not yet delivered. They are delivered in one processBatch call (the
-   * overlapping lookups of Operator.processBatch) before anything that could see the difference:
-   * a watermark, idleness or processing time anywhere; a record for that operator on another
-   * input or for a node downstream of it; anything added to the emissions (sink records, dead
-   * letters, in order) or sent to another task; and every public call that reads or changes the
-   * job otherwise (drain, snapshot, metrics...). Nodes upstream of it or on other branches may run
+   * batch path (OperatorHost.takesBatches), on `in` through channel 0, not yet delivered. They are
+   * delivered in one processBatch call (the overlapping lookups of Operator.processBatch) before
+   * anything that could see the difference: a watermark, idleness or processing time anywhere; a
+   * record for that operator on another input or for a node downstream of it; anything added to the
+   * emissions (sink records, dead letters, in order) or sent to another task; and every public call
+   * that reads or changes the job otherwise (drain, snapshot, metrics...). Nodes upstream of it or on other branches may run
    * meanwhile: nothing they do reads its state. So the output, its order, the watermarks, the
    * late/dead-letter routing and every snapshot are those of record-by-record delivery; a source
    * poll's records between two watermark advances become one batch. Held values are not copied:
