@@ -38,6 +38,20 @@ function lines(out: readonly HarnessOutput[]): Map<string, string[]> {
   return m;
 }
 
+/** Eager model: a record counts the records of its key that arrived before it (itself included) in its window. */
+function eagerModel(arrivals: readonly TestEvent[], threshold: number, windowMs: number): string[] {
+  const out: string[] = [];
+  arrivals.forEach((e, i) => {
+    const count = arrivals.slice(0, i + 1).filter((x) => x.key === e.key && x.ts > e.ts - windowMs && x.ts <= e.ts).length;
+    if (count >= threshold) out.push(`${e.key}|${e.ts}|${count}|${canonicalJson(e.value)}`);
+  });
+  return out;
+}
+
+/** The alerts in the form of eagerModel's lines, in emission order. */
+const eagerLines = (out: readonly HarnessOutput[]): string[] =>
+  ofPort(out, "out").map((o) => `${o.key}|${String(o.value.ts)}|${String(o.value.count)}|${canonicalJson(o.value.event ?? null)}`);
+
 const paramsArb = fc.record({ threshold: fc.integer({ min: 1, max: 5 }), windowMs: fc.integer({ min: 1, max: 40 }) });
 const valueArb = fc.record({ amount: fc.integer({ min: 1, max: 3 }) });
 
@@ -121,23 +135,12 @@ describe("velocity (ordered)", () => {
 });
 
 describe("velocity (eager)", () => {
-  /** Eager model: a record counts the records of its key that arrived before it (itself included) in its window. */
-  function eagerModel(arrivals: readonly TestEvent[], threshold: number, windowMs: number): string[] {
-    const out: string[] = [];
-    arrivals.forEach((e, i) => {
-      const count = arrivals.slice(0, i + 1).filter((x) => x.key === e.key && x.ts > e.ts - windowMs && x.ts <= e.ts).length;
-      if (count >= threshold) out.push(`${e.key}|${e.ts}|${count}|${canonicalJson(e.value)}`);
-    });
-    return out;
-  }
-
   it("decides on arrival, counting the records that arrived before", () => {
     fc.assert(
       fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), (events, params, jitters) => {
         const arrivals = arrivalOrder(events, jitters, BOUND);
         const out = run(velocitySpec, { ...params, mode: "eager" }, arrivals, BOUND, keyed);
-        const got = ofPort(out, "out").map((o) => `${o.key}|${String(o.value.ts)}|${String(o.value.count)}|${canonicalJson(o.value.event ?? null)}`);
-        expect(got).toEqual(eagerModel(arrivals, params.threshold, params.windowMs));
+        expect(eagerLines(out)).toEqual(eagerModel(arrivals, params.threshold, params.windowMs));
       }),
       { numRuns: NUM_RUNS },
     );
@@ -223,18 +226,24 @@ describe("velocity boundaries", () => {
   });
 });
 
-describe("velocity (ordered): heap storage and handle storage", () => {
-  // The heap backend runs SlotOrderedVelocity (operator buffer, key slots); a serializing backend,
-  // like the runner's disk backend, runs the state handles with release and cleanup timers.
+describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and handle storage", (mode) => {
+  // The heap backend runs SlotOrderedVelocity or SlotEagerVelocity (key slots, rows, a cleanup
+  // schedule); a serializing backend, like the runner's disk backend, runs the state handles with
+  // their cleanup (and, ordered, release) timers.
   const serializing = { keyed: true, backend: () => new SerializingStateBackend() };
+  /** The reference model's lines and the run's, in the mode's form (ordered: per key by time; eager: in arrival order). */
+  const expected = (events: readonly TestEvent[], arrivals: readonly TestEvent[], p: { threshold: number; windowMs: number }): unknown =>
+    mode === "ordered" ? model(events, p.threshold, p.windowMs) : eagerModel(arrivals, p.threshold, p.windowMs);
+  const linesOf = (out: readonly HarnessOutput[]): unknown => (mode === "ordered" ? lines(out) : eagerLines(out));
 
   it("emit the same sequence, equal to the recount, whatever the arrival order", () => {
     fc.assert(
-      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), (events, params, jitters) => {
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), (events, p, jitters) => {
+        const params = { ...p, mode };
         const arrivals = arrivalOrder(events, jitters, BOUND);
         const onDisk = run(velocitySpec, params, arrivals, BOUND, serializing);
         expect(run(velocitySpec, params, arrivals, BOUND, keyed)).toEqual(onDisk);
-        expect(lines(onDisk)).toEqual(model(events, params.threshold, params.windowMs));
+        expect(linesOf(onDisk)).toEqual(expected(events, arrivals, params));
       }),
       { numRuns: NUM_RUNS },
     );
@@ -242,7 +251,8 @@ describe("velocity (ordered): heap storage and handle storage", () => {
 
   it("handle storage: snapshot and restore at any record equals an uninterrupted run", () => {
     fc.assert(
-      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), (events, params, jitters, at) => {
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), (events, p, jitters, at) => {
+        const params = { ...p, mode };
         const arrivals = arrivalOrder(events, jitters, BOUND);
         expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), serializing)).toEqual(run(velocitySpec, params, arrivals, BOUND, keyed));
       }),
@@ -252,7 +262,8 @@ describe("velocity (ordered): heap storage and handle storage", () => {
 
   it("a snapshot taken on either storage restores on the other at any record", () => {
     fc.assert(
-      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, params, jitters, at, heapFirst) => {
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, p, jitters, at, heapFirst) => {
+        const params = { ...p, mode };
         const arrivals = arrivalOrder(events, jitters, BOUND);
         const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
         expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(run(velocitySpec, params, arrivals, BOUND, keyed));
@@ -278,11 +289,12 @@ describe("velocity (ordered): heap storage and handle storage", () => {
 
   it("busy keys and records without ids: same sequence on both, equal to the recount, and restored across them", () => {
     fc.assert(
-      fc.property(busyArb, busyParamsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, params, jitters, at, heapFirst) => {
+      fc.property(busyArb, busyParamsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, p, jitters, at, heapFirst) => {
+        const params = { ...p, mode };
         const arrivals = arrivalOrder(events, jitters, BOUND);
         const onHeap = run(velocitySpec, params, arrivals, BOUND, keyed);
         expect(onHeap).toEqual(run(velocitySpec, params, arrivals, BOUND, serializing));
-        expect(lines(onHeap)).toEqual(model(events, params.threshold, params.windowMs));
+        expect(linesOf(onHeap)).toEqual(expected(events, arrivals, params));
         const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
         expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
         expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
@@ -294,14 +306,43 @@ describe("velocity (ordered): heap storage and handle storage", () => {
   it("processBatch (the records between two watermarks in one call) emits what processElement does, late records included, on both storages", () => {
     // The watermark trails the arrivals by BOUND, but records arrive up to 2 × BOUND late, so some are late.
     const batched = (params: { threshold: number; windowMs: number }, arrivals: readonly TestEvent[], opts: typeof keyed): HarnessOutput[] => {
-      const h = OperatorTestHarness.forSpec(velocitySpec, params, opts);
+      const h = OperatorTestHarness.forSpec(velocitySpec, { ...params, mode }, opts);
       feedBatches(h, arrivals, BOUND);
       return h.output();
     };
     fc.assert(
       fc.property(eventsArb(valueArb), paramsArb, jittersArb(2 * BOUND), (events, params, jitters) => {
         const arrivals = arrivalOrder(events, jitters, 2 * BOUND);
-        for (const opts of [keyed, serializing]) expect(batched(params, arrivals, opts)).toEqual(run(velocitySpec, params, arrivals, BOUND, opts));
+        for (const opts of [keyed, serializing]) expect(batched(params, arrivals, opts)).toEqual(run(velocitySpec, { ...params, mode }, arrivals, BOUND, opts));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it("one heap host snapshotting and materializing as it goes (kept columns) stays exact, every snapshot checked against the state", () => {
+    // The unit tests verify each heap snapshot's kept columns against columns packed afresh: a
+    // change to a key's window that the table does not report fails it.
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.array(fc.tuple(fc.nat(), fc.boolean()), { maxLength: 12 }), (events, p, jitters, checkpoints) => {
+        const params = { ...p, mode };
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const at = new Map<number, boolean[]>();
+        for (const [i, materialize] of checkpoints) if (arrivals.length > 0) at.set(i % arrivals.length, [...(at.get(i % arrivals.length) ?? []), materialize]);
+        const h = OperatorTestHarness.forSpec(velocitySpec, params, keyed);
+        feed(h, arrivals, {
+          bound: BOUND,
+          after: (i) => {
+            for (const materialize of at.get(i) ?? []) {
+              if (materialize) h.host.materialize();
+              else h.snapshot();
+            }
+          },
+          noEnd: true,
+        });
+        h.snapshot();
+        h.endOfInput();
+        h.snapshot();
+        expect(h.output()).toEqual(run(velocitySpec, params, arrivals, BOUND, keyed));
       }),
       { numRuns: NUM_RUNS },
     );
@@ -309,7 +350,7 @@ describe("velocity (ordered): heap storage and handle storage", () => {
 
   it("both count live keys and free them the same way", () => {
     const stats = (opts: typeof keyed) => {
-      const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 100 }, opts);
+      const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 100, mode }, opts);
       const seen: Array<{ keys: number; stateEntries: number }> = [];
       for (const [key, ts] of [["a", 10], ["b", 20], ["a", 60], ["c", 300]] as const) {
         h.processElement({ id: `${key}${ts}` }, ts, key).processWatermark(ts - 1);

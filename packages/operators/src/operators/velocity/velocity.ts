@@ -18,7 +18,7 @@ import {
   type WatermarkContext,
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
-import { estimateBytes, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, KeySlots, OperatorKeptTable, SlotSchedule, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -94,7 +94,7 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
   },
   outputFields: () => ["key", "ts", "count", "event", "evidence"],
   create(params): Operator {
-    return params.mode === "eager" ? new EagerVelocity(params) : orderedVelocity(params);
+    return params.mode === "eager" ? byStorage(() => new SlotEagerVelocity(params), () => new EagerVelocity(params)) : byStorage(() => new SlotOrderedVelocity(params), () => new OrderedVelocity(params));
   },
 });
 
@@ -134,6 +134,8 @@ interface WindowView {
   /** Drops the entries at or before `horizon` (a prefix: entries are ascending). */
   evictUpTo(horizon: number): void;
   push(ts: number, id: string | number | null): void;
+  /** Inserts after every entry at or before `ts` (arrival order among equals); returns its index. */
+  insert(ts: number, id: string | number | null): number;
 }
 
 /** A window as two arrays; `ids` may stay null while no record of the window has an id (heap storage). */
@@ -180,6 +182,19 @@ class ArrayWindow implements WindowView {
     if (w.ids === null && id !== null) w.ids = new Array<string | number | null>(w.ts.length).fill(null);
     w.ts.push(ts);
     w.ids?.push(id);
+  }
+  insert(ts: number, id: string | number | null): number {
+    const w = this.w;
+    let at = w.ts.length;
+    while (at > 0 && (w.ts[at - 1] as number) > ts) at--;
+    if (at === w.ts.length) {
+      this.push(ts, id);
+      return at;
+    }
+    if (w.ids === null && id !== null) w.ids = new Array<string | number | null>(w.ts.length).fill(null);
+    w.ts.splice(at, 0, ts);
+    w.ids?.splice(at, 0, id);
+    return at;
   }
 }
 
@@ -389,12 +404,12 @@ class EagerVelocity extends VelocityBase {
 /** The name of velocity's keyed state, on both storages (part of the checkpoint format). */
 const VELOCITY_STATE = "velocity";
 
-/** `ordered`: the backend chooses the storage when the operator opens (see SlotOrderedVelocity). */
-function orderedVelocity(params: VelocityParams): Operator {
+/** The backend chooses the storage when the operator opens: slots on the heap, state handles elsewhere. */
+function byStorage(onHeap: () => Operator, onHandles: () => Operator): Operator {
   let impl: Operator;
   return {
     open(ctx) {
-      impl = ctx.adoptState !== undefined ? new SlotOrderedVelocity(params) : new OrderedVelocity(params);
+      impl = ctx.adoptState !== undefined ? onHeap() : onHandles();
       impl.open?.(ctx);
     },
     processElement: (record, ctx) => impl.processElement(record, ctx),
@@ -595,6 +610,125 @@ class RowWindows implements WindowView {
     }
     this.slotIds.push(id);
   }
+  insert(ts: number, id: string | number | null): number {
+    const rows = this.rows;
+    const start = this.base + ROW_HEAD;
+    const n = rows[this.base] as number;
+    let at = n;
+    while (at > 0 && (rows[start + at - 1] as number) > ts) at--;
+    if (at === n) {
+      this.push(ts, id);
+      return at;
+    }
+    rows.copyWithin(start + at + 1, start + at, start + n);
+    rows[start + at] = ts;
+    rows[this.base] = n + 1;
+    if (this.slotIds === null) {
+      if (id === null) return at;
+      this.slotIds = new Array<string | number | null>(n).fill(null);
+      this.extra[this.slot] = this.slotIds;
+      rows[this.base + 2] = ROW_IDS;
+    }
+    this.slotIds.splice(at, 0, id);
+    return at;
+  }
+}
+
+/**
+ * What both modes keep on the heap backend: keys -> slots (KeySlots), each slot's window as a row
+ * (RowWindows), and the slots by cleanup time (last record + windowMs, as the handle storage's
+ * cleanup timer) in a schedule rather than a timer per key. `changed` hears of every slot whose
+ * stored form a cleanup changes (eager's change-reporting table).
+ */
+class SlotWindows {
+  readonly slots = new KeySlots();
+  readonly windows = new RowWindows();
+  private readonly cleanups = new SlotSchedule(0);
+  /** The slots a due cleanup frees (reused). */
+  private freed = new Int32Array(64);
+  /** What the staged loops read, kept so that the compiler keeps the reads. */
+  touched = 0;
+
+  constructor(
+    private readonly windowMs: number,
+    private readonly changed?: (slot: number) => void,
+  ) {}
+
+  /** Schedules the slot's cleanup at its last record + windowMs, unless one is scheduled. */
+  ensureCleanup(slot: number): void {
+    const last = this.windows.lastTs(slot);
+    if (Number.isNaN(this.windows.cleanupAt(slot)) && last !== undefined) {
+      const at = last + this.windowMs;
+      this.windows.setCleanupAt(slot, at);
+      this.cleanups.add(slot, at);
+    }
+  }
+
+  /** The watermark reached `watermark`: frees the slots whose windows went silent, re-arms the others due. */
+  cleanUp(watermark: number): void {
+    const windows = this.windows;
+    const table = this.slots;
+    this.cleanups.dueLists(watermark, (list, n) => {
+      // In stages, as release: the rows of a time's slots first (cache misses in random order,
+      // overlapping when read back to back), then which to free; then the freed slots' hashes and
+      // their table positions, each stage's loads independent; the deletes then find them in cache.
+      const rows = windows.rows;
+      let touched = 0;
+      for (let i = 0; i < n; i++) {
+        const b = (list[i] as number) * ROW;
+        touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
+      }
+      if (n > this.freed.length) this.freed = new Int32Array(2 ** Math.ceil(Math.log2(n)));
+      const freed = this.freed;
+      let m = 0;
+      for (let i = 0; i < n; i++) {
+        const slot = list[i] as number;
+        const cleanupAt = windows.cleanupAt(slot);
+        // NaN (none scheduled: freed, or the slot reused) fails both comparisons.
+        if (!(cleanupAt <= watermark)) continue;
+        windows.setCleanupAt(slot, NaN);
+        const last = windows.lastTs(slot);
+        // Freed below, in this order (the order of the free slots handed out next); a slot listed
+        // twice is skipped the second time, its cleanupAt being NaN by then.
+        if (last === undefined || last + this.windowMs <= watermark) freed[m++] = slot;
+        else this.ensureCleanup(slot);
+        this.changed?.(slot);
+      }
+      for (let i = 0; i < m; i++) touched += table.hashAt(freed[i] as number);
+      for (let i = 0; i < m; i++) touched += table.touch(freed[i] as number);
+      this.touched = touched;
+      for (let i = 0; i < m; i++) {
+        const slot = freed[i] as number;
+        windows.free(slot);
+        table.delete(slot);
+      }
+    });
+  }
+
+  /** The slot's stored form (the handle storage's KeyWindow, TTL stamp included), with the key's waiting records. */
+  stored(slot: number, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
+    const w = slot >= 0 ? this.windows.windowOf(slot) : { ts: [], ids: null };
+    const cleanupAt = slot >= 0 ? this.windows.cleanupAt(slot) : NaN;
+    const ids = w.ids ?? new Array<string | number | null>(w.ts.length).fill(null);
+    const v: KeyWindow = { ts: w.ts, ids, pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: Number.isNaN(cleanupAt) ? null : cleanupAt };
+    // The TTL stamp: the latest time the handle storage would have written the entry at.
+    const last = Math.max(v.ts[v.ts.length - 1] ?? Number.NEGATIVE_INFINITY, ...(p?.ts ?? []));
+    return { v, t: last };
+  }
+
+  /** Restores a stored window (a restored key gets its cleanup scheduled anew); returns its slot, or -1 when it holds none. */
+  load(key: Key, v: KeyWindow): number {
+    if (v.ts.length === 0) return -1;
+    const slot = this.slots.findOrAdd(key);
+    this.windows.grow(this.slots.capacity);
+    this.windows.load(slot, { ts: [...v.ts], ids: v.ids.some((id) => id !== null) ? [...v.ids] : null });
+    this.ensureCleanup(slot);
+    return slot;
+  }
+
+  bytes(): number {
+    return this.slots.bytes() + this.windows.bytes();
+  }
 }
 
 /**
@@ -612,9 +746,9 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   readonly name = VELOCITY_STATE;
   readonly kind = "value" as const;
   readonly impliedTimerNamespaces = [RELEASE_TIMER, CLEANUP_TIMER];
-  private readonly slots = new KeySlots();
-  private readonly windows = new RowWindows();
-  private readonly cleanups: SlotSchedule;
+  private readonly heap: SlotWindows;
+  private readonly slots: KeySlots;
+  private readonly windows: RowWindows;
   private readonly pending = new Map<number, PendingAt>();
   private readonly times = new NumberMinHeap();
   private readonly spare: PendingAt[] = [];
@@ -632,15 +766,13 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private sortedSlots = new Int32Array(64);
   /** release's hashKey of each record's key. */
   private hashes = new Int32Array(64);
-  /** The slots a due cleanup frees (reused). */
-  private freed = new Int32Array(64);
-  /** What release's first pass read of the rows, kept so that the compiler keeps the reads. */
-  private touched = 0;
   private readonly releaseOrder = new ReleaseOrder();
 
   constructor(private readonly params: VelocityParams) {
     super();
-    this.cleanups = new SlotSchedule(0);
+    this.heap = new SlotWindows(params.windowMs);
+    this.slots = this.heap.slots;
+    this.windows = this.heap.windows;
   }
 
   open(ctx: RuntimeContext): void {
@@ -701,42 +833,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       at.n = 0;
       if (this.spare.length < SPARE_BUCKETS) this.spare.push(at);
     }
-    const windows = this.windows;
-    const table = this.slots;
-    this.cleanups.dueLists(watermark, (list, n) => {
-      // In stages, as release: the rows of a time's slots first (cache misses in random order,
-      // overlapping when read back to back), then which to free; then the freed slots' hashes and
-      // their table positions, each stage's loads independent; the deletes then find them in cache.
-      const rows = windows.rows;
-      let touched = 0;
-      for (let i = 0; i < n; i++) {
-        const b = (list[i] as number) * ROW;
-        touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
-      }
-      if (n > this.freed.length) this.freed = new Int32Array(2 ** Math.ceil(Math.log2(n)));
-      const freed = this.freed;
-      let m = 0;
-      for (let i = 0; i < n; i++) {
-        const slot = list[i] as number;
-        const cleanupAt = windows.cleanupAt(slot);
-        // NaN (none scheduled: freed, or the slot reused) fails both comparisons.
-        if (!(cleanupAt <= watermark)) continue;
-        windows.setCleanupAt(slot, NaN);
-        const last = windows.lastTs(slot);
-        // Freed below, in this order (the order of the free slots handed out next); a slot listed
-        // twice is skipped the second time, its cleanupAt being NaN by then.
-        if (last === undefined || last + this.params.windowMs <= watermark) freed[m++] = slot;
-        else this.ensureCleanup(slot);
-      }
-      for (let i = 0; i < m; i++) touched += table.hashAt(freed[i] as number);
-      for (let i = 0; i < m; i++) touched += table.touch(freed[i] as number);
-      this.touched = touched;
-      for (let i = 0; i < m; i++) {
-        const slot = freed[i] as number;
-        windows.free(slot);
-        table.delete(slot);
-      }
-    });
+    this.heap.cleanUp(watermark);
   }
 
   /** Counts the records of one timestamp: by key, and by canonical JSON within a key (as sortPending). */
@@ -767,7 +864,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       const b = (slotOf[i] as number) * ROW;
       touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
     }
-    this.touched = touched;
+    this.heap.touched = touched;
     const keys = this.sortedKeys;
     const values = this.sortedValues;
     const slots = this.sortedSlots;
@@ -791,17 +888,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       while (j < n && keys[j] === key) j++;
       const slot = slots[i] as number;
       countGroup(this.params, key, this.windows.reserve(slot, j - i, horizon), ts, values, i, j, ctx.forKey(key));
-      this.ensureCleanup(slot);
+      this.heap.ensureCleanup(slot);
       i = j;
-    }
-  }
-
-  private ensureCleanup(slot: number): void {
-    const last = this.windows.lastTs(slot);
-    if (Number.isNaN(this.windows.cleanupAt(slot)) && last !== undefined) {
-      const at = last + this.params.windowMs;
-      this.windows.setCleanupAt(slot, at);
-      this.cleanups.add(slot, at);
     }
   }
 
@@ -826,20 +914,10 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     return byKey;
   }
 
-  private stored(slot: number, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
-    const w = slot >= 0 ? this.windows.windowOf(slot) : { ts: [], ids: null };
-    const cleanupAt = slot >= 0 ? this.windows.cleanupAt(slot) : NaN;
-    const ids = w.ids ?? new Array<string | number | null>(w.ts.length).fill(null);
-    const v: KeyWindow = { ts: w.ts, ids, pendingTs: p?.ts ?? null, pendingValues: p?.values ?? null, cleanupAt: Number.isNaN(cleanupAt) ? null : cleanupAt };
-    // The TTL stamp: the latest time the handle storage would have written the entry at.
-    const last = Math.max(v.ts[v.ts.length - 1] ?? Number.NEGATIVE_INFINITY, ...(p?.ts ?? []));
-    return { v, t: last };
-  }
-
   get(key: Key): unknown {
     const slot = this.slots.find(key);
     const p = this.pendingByKey().get(key);
-    return slot < 0 && p === undefined ? undefined : this.stored(slot, p);
+    return slot < 0 && p === undefined ? undefined : this.heap.stored(slot, p);
   }
   /** The keys holding a window or waiting records, without building their stored form (state stats). */
   override *keys(): IterableIterator<Key> {
@@ -852,10 +930,10 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const byKey = this.pendingByKey();
     for (const slot of this.slots.slots()) {
       const key = this.slots.keyAt(slot) as Key;
-      yield [key, this.stored(slot, byKey.get(key))];
+      yield [key, this.heap.stored(slot, byKey.get(key))];
       byKey.delete(key);
     }
-    for (const [key, p] of byKey) yield [key, this.stored(-1, p)];
+    for (const [key, p] of byKey) yield [key, this.heap.stored(-1, p)];
   }
   /** The handle storage's timers: a release per (key, timestamp) waiting, a cleanup per window. */
   impliedTimers(): Array<[number, string, Key]> {
@@ -871,18 +949,132 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
     for (const [key, stored] of entries) {
       const v = (stored as TtlEntry<KeyWindow>).v;
-      if (v.ts.length > 0) {
-        const slot = this.slots.findOrAdd(key);
-        this.windows.grow(this.slots.capacity);
-        this.windows.load(slot, { ts: [...v.ts], ids: v.ids.some((id) => id !== null) ? [...v.ids] : null });
-        this.ensureCleanup(slot);
-      }
+      this.heap.load(key, v);
       v.pendingTs?.forEach((ts, i) => this.buffer(ts, key, (v.pendingValues as JsonObject[])[i] as JsonObject));
     }
   }
   estimatedBytes(): number {
-    let bytes = this.slots.bytes() + this.windows.bytes() + 32 * this.pending.size;
+    let bytes = this.heap.bytes() + 32 * this.pending.size;
     for (const at of this.pending.values()) bytes += 16 * at.n + estimateBytes(at.values.slice(0, at.n) as JsonObject[]);
     return bytes;
+  }
+}
+
+/** Records whose keys SlotEagerVelocity.processBatch looks up ahead of deciding them (as dedup's PREFETCH_CHUNK). */
+const EAGER_CHUNK = 128;
+
+/**
+ * `eager` on the heap backend: EagerVelocity's decision on arrival, over SlotWindows (no Map entry,
+ * TTL wrapper, timer or object per key). A batch's keys are looked up a chunk ahead, in stages whose
+ * cache misses overlap. The adopted table reports each changed key, so that a checkpoint packs only
+ * those (the handle storage's kept columns did the same), and holds the handle storage's stored form
+ * and cleanup timers, so that checkpoints restore on either storage.
+ */
+class SlotEagerVelocity implements Operator {
+  private readonly heap: SlotWindows;
+  private table!: ChangeReportingSlotTableView;
+  /** processBatch's chunk: its keys, their hashes, their table positions (then their slots). */
+  private readonly chunkKeys: Key[] = [];
+  private readonly hashes = new Int32Array(EAGER_CHUNK);
+  private readonly slotOf = new Int32Array(EAGER_CHUNK);
+
+  constructor(private readonly params: VelocityParams) {
+    this.heap = new SlotWindows(params.windowMs, (slot) => this.table.changed(this.heap.slots.keyAt(slot) as Key));
+  }
+
+  open(ctx: RuntimeContext): void {
+    const heap = this.heap;
+    const table = new LiveSlotTableView(VELOCITY_STATE, "value", heap.slots, (slot) => heap.stored(slot, undefined), (entries) => {
+      // Waiting records belong to `ordered`; a restored eager window has none that count.
+      for (const [key, stored] of entries) heap.load(key, (stored as TtlEntry<KeyWindow>).v);
+    }, () => heap.bytes());
+    table.impliedTimerNamespaces = [CLEANUP_TIMER];
+    table.impliedTimers = () => {
+      const timers: Array<[number, string, Key]> = [];
+      for (const slot of heap.slots.slots()) {
+        const at = heap.windows.cleanupAt(slot);
+        if (!Number.isNaN(at)) timers.push([at, CLEANUP_TIMER, heap.slots.keyAt(slot) as Key]);
+      }
+      return timers;
+    };
+    this.table = (ctx.adoptState as NonNullable<RuntimeContext["adoptState"]>)(table);
+  }
+
+  processElement(record: StreamRecord, ctx: ProcessContext): void {
+    const watermark = ctx.timerService.currentWatermark();
+    if (record.timestamp <= watermark) {
+      ctx.sideOutput("late", record.value, record.timestamp);
+      return;
+    }
+    const slots = this.heap.slots;
+    const slot = slots.findOrAdd(ctx.key as Key);
+    if (slots.added) this.heap.windows.grow(slots.capacity);
+    this.decide(slot, record, watermark, ctx);
+  }
+
+  /** processElement on each record in turn, a chunk's slots and rows read first: the watermark does not move within a batch. */
+  processBatch(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
+    const watermark = ctx.timerService.currentWatermark();
+    const { slots, windows } = this.heap;
+    const keys = this.chunkKeys;
+    const hashes = this.hashes;
+    const slotOf = this.slotOf;
+    for (let f = from; f < to; f += EAGER_CHUNK) {
+      const n = Math.min(to, f + EAGER_CHUNK) - f;
+      for (let i = 0; i < n; i++) keys[i] = (records[f + i] as StreamRecord).key as Key;
+      let touched = slots.prefetch(keys, n, hashes, slotOf);
+      // Slots in arrival order, so that new keys get the slots processElement would give them
+      // (nothing frees a slot within a batch); late records get none.
+      for (let i = 0; i < n; i++) {
+        if ((records[f + i] as StreamRecord).timestamp <= watermark) slotOf[i] = -1;
+        else {
+          slotOf[i] = slots.findOrAddHashed(keys[i] as Key, hashes[i] as number);
+          if (slots.added) windows.grow(slots.capacity);
+        }
+      }
+      const rows = windows.rows;
+      for (let i = 0; i < n; i++) {
+        const b = (slotOf[i] as number) * ROW;
+        if (b >= 0) touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
+      }
+      this.heap.touched = touched;
+      for (let i = 0; i < n; i++) {
+        const record = records[f + i] as StreamRecord;
+        ctx.enter(record);
+        const slot = slotOf[i] as number;
+        if (slot < 0) ctx.sideOutput("late", record.value, record.timestamp);
+        else this.decide(slot, record, watermark, ctx);
+      }
+    }
+  }
+
+  /** EagerVelocity.processElement on the slot's row: evict, insert in timestamp order, count, alert. */
+  private decide(slot: number, record: StreamRecord, watermark: number, ctx: ProcessContext): void {
+    const ts = record.timestamp;
+    const windowMs = this.params.windowMs;
+    // Entries at or before watermark − windowMs are outside every future on-time record's window.
+    const horizon = watermark - windowMs;
+    const w = this.heap.windows.reserve(slot, 1, horizon);
+    w.evictUpTo(horizon);
+    const at = w.insert(ts, idOf(record.value, this.params.idField));
+    let from = at;
+    while (from > 0 && w.tsAt(from - 1) > ts - windowMs) from--;
+    if (at + 1 - from >= this.params.threshold) alert(ctx.key ?? null, record.value, ts, w, from, at + 1, ctx);
+    this.heap.ensureCleanup(slot);
+    this.table.changed(ctx.key as Key);
+  }
+
+  onWatermark(watermark: number): void {
+    this.heap.cleanUp(watermark);
+  }
+}
+
+/** A change-reporting table whose every live slot holds a value: its size and keys read the slots alone (metrics ask once a second). */
+class LiveSlotTableView extends ChangeReportingSlotTableView {
+  override get size(): number {
+    return this.slots.size;
+  }
+  override *keys(): IterableIterator<Key> {
+    for (const slot of this.slots.slots()) yield this.slots.keyAt(slot) as Key;
   }
 }
