@@ -538,7 +538,7 @@ export class ParallelExecution {
    */
   async queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
     if (this.plan.headNodes.has(nodeId)) {
-      const view = this.headJob ? queryKeyState(this.headJob.snapshot(), nodeId, key) : undefined;
+      const view = this.headJob ? queryKeyState(this.headJob.snapshot(), nodeId, key, this.headJob.impliedTimersOf(nodeId)) : undefined;
       return view && { view, task: "source", index: 0 };
     }
     if (!this.plan.keyedNodes.has(nodeId)) return undefined;

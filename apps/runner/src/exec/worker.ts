@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     else if (m.type === "abort") gate.abort(m.id);
     else if (m.type === "state") {
       // Between two buffers (this handler never runs inside one): the snapshot is consistent.
-      post({ type: "state", id: m.id, view: queryKeyState(job.snapshot(), m.nodeId, m.key) ?? null });
+      post({ type: "state", id: m.id, view: queryKeyState(job.snapshot(), m.nodeId, m.key, job.impliedTimersOf(m.nodeId)) ?? null });
       return;
     }
     wakeUp();

@@ -440,7 +440,7 @@ export class JobDriver {
   async queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
     if (this.status !== "running" && this.status !== "finishing" && this.status !== "stopping") return undefined;
     if (this.parallel) return this.parallel.queryState(nodeId, key);
-    const view = this.job ? queryKeyState(this.job.snapshot(), nodeId, key) : undefined;
+    const view = this.job ? queryKeyState(this.job.snapshot(), nodeId, key, this.job.impliedTimersOf(nodeId)) : undefined;
     return view && { view, task: "single", index: 0 };
   }
 

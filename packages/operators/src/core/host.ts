@@ -23,7 +23,7 @@ import type {
 } from "./api";
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
-import type { KeySelector, OperatorServices, OperatorSpec } from "./spec";
+import type { ImpliedTimers, KeySelector, OperatorServices, OperatorSpec } from "./spec";
 import { decodeSnapshot, encodeSnapshot } from "./snapshot-codec";
 import {
   ExpiryIndex,
@@ -46,7 +46,7 @@ import {
   columnsOf,
   tablesFromSnapshot,
 } from "./state";
-import { TimerQueue, timersFromSnapshot, type FiresTimerBatches, type TimerBatch, type TimersSnapshot, type TimerTuple } from "./timers";
+import { TimerQueue, timersFromSnapshot, type FiresTimerBatches, type TimerBatch, type TimersSnapshot } from "./timers";
 
 /** Where a host's output goes: one call per emitted record, in emission order. */
 export type HostEmit = (port: string, value: JsonObject, timestamp: number, key: Key | undefined) => void;
@@ -207,6 +207,7 @@ export class OperatorHost {
   private readonly emitFn: HostEmit;
   private readonly onWatermarkFn: ((watermark: number) => void) | undefined;
   private readonly keySelector: KeySelector | undefined;
+  private readonly implied: ImpliedTimers | undefined;
   private readonly sidePorts: ReadonlySet<string>;
   /** Ports of kind `stream`/`reference`: their records leave without a key (a union's output). */
   private readonly unkeyedPorts: ReadonlySet<string>;
@@ -247,6 +248,7 @@ export class OperatorHost {
     this.channelIdle = new Array<boolean>(channels).fill(false);
     this.ctx = new HostContext(this, nodeId, opts.processingTime ?? MIN_WATERMARK);
     this.keySelector = spec.keySelector?.(opts.params);
+    this.implied = spec.impliedTimers?.(opts.params);
     const backend = this.backend;
     if (backend.adoptTable !== undefined) {
       const adopt = backend.adoptTable.bind(backend);
@@ -260,7 +262,10 @@ export class OperatorHost {
     this.operator = spec.create(opts.params, { ...opts.services, nodeId, connectedOutputs: connected });
     if (opts.restoreFrom) this.restore(opts.restoreFrom, opts.keyGroupRange);
     this.operator.open?.(this.ctx);
-    if (opts.restoreFrom) this.dropImpliedTimers();
+    if (opts.restoreFrom) {
+      if (this.ctx.adoptState !== undefined) this.dropImpliedTimers();
+      else this.deriveImpliedTimers();
+    }
   }
 
   get watermark(): number {
@@ -587,21 +592,30 @@ export class OperatorHost {
     return encodeSnapshot(snap);
   }
 
-  /** The queue's event-time timers and those implied by adopted tables, in the queue's order. */
+  /** The queue's event-time timers (an adopted table's implied timers are not in it: see OperatorSpec.impliedTimers). */
   private eventTimerSnapshot(): TimersSnapshot {
-    const implied: TimerTuple[] = [];
-    for (const t of this.backend.tables() as readonly AdoptedTable[]) {
-      const more = t.impliedTimers?.();
-      if (more !== undefined) for (const x of more) implied.push(x);
-    }
-    if (implied.length === 0) return this.eventTimers.snapshotPacked();
-    // Implied timers change with their table's rows, not the queue: one list, rebuilt each time.
-    const timers = this.eventTimers.snapshot();
-    for (const x of implied) timers.push(x);
-    return timers.sort(compareTimerTuples);
+    return this.eventTimers.snapshotPacked();
   }
 
-  /** Restored timers of namespaces an adopted table schedules itself (see AdoptedTable.impliedTimers). */
+  /** The timers this operator's heap storage leaves implied in its state (see OperatorSpec.impliedTimers). */
+  get impliedTimers(): ImpliedTimers | undefined {
+    return this.implied;
+  }
+
+  /**
+   * Restored where the handle storage runs: registers the timers a heap snapshot left implied in the
+   * state (a snapshot that listed them, or one of this storage, only gets each timer once more:
+   * registering a (key, namespace, time) twice keeps one).
+   */
+  private deriveImpliedTimers(): void {
+    const implied = this.implied;
+    if (implied === undefined) return;
+    const table = this.backend.tables().find((t) => t.name === implied.state);
+    if (table === undefined) return;
+    for (const [key, stored] of table.entries()) for (const [time, namespace] of implied.of(key, stored)) this.eventTimers.register(key, time, namespace);
+  }
+
+  /** Restored timers of namespaces an adopted table schedules itself (see AdoptedTable.impliedTimerNamespaces). */
   private dropImpliedTimers(): void {
     const namespaces = new Set<string>();
     for (const t of this.backend.tables() as readonly AdoptedTable[]) for (const ns of t.impliedTimerNamespaces ?? []) namespaces.add(ns);
@@ -643,10 +657,6 @@ export class OperatorHost {
     this.operator.close?.();
   }
 }
-
-const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-/** TimerQueue.snapshot's order: time, then key, then namespace. */
-const compareTimerTuples = (a: TimerTuple, b: TimerTuple): number => a[0] - b[0] || compareStrings(a[2], b[2]) || compareStrings(a[1], b[1]);
 
 function sameTtl(a: StateTtlConfig | undefined, b: StateTtlConfig | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;

@@ -61,6 +61,14 @@ export interface ParamIssue {
  * How long a stateful operator keeps per-key state, for the validator's state-growth warnings
  * (unbounded keys feeding state without TTL; TTL shorter than the window it serves).
  */
+/** See OperatorSpec.impliedTimers. */
+export interface ImpliedTimers {
+  /** The keyed state they follow from. */
+  state: string;
+  /** The [time, namespace] timers of `key`, given its entry in that state in stored form (as snapshots hold it). */
+  of(key: Key, stored: unknown): Array<[time: number, namespace: string]>;
+}
+
 export interface StateRetention {
   /** State TTL in ms; undefined when the state has none. */
   ttlMs?: number;
@@ -119,6 +127,14 @@ export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
    * the catalog names consistently (`ttlMs`, `windowMs`, `sizeMs`, `gapMs`, `afterMs`, `deadlineMs`).
    */
   stateRetention?(params: z.infer<P>): StateRetention;
+  /**
+   * For operators whose heap storage keeps in its own schedule what their handle storage holds as
+   * event-time timers (AdoptedTable.impliedTimerNamespaces): those timers as a function of one key's
+   * stored state. Heap snapshots leave them out, since listing every key's timer at every
+   * checkpoint cost more than packing the state that changed; a restore where the handle storage
+   * runs (another backend) derives them from the restored state, and queryable state lists them.
+   */
+  impliedTimers?(params: z.infer<P>): ImpliedTimers;
   /** Upgrades params written for an older version. */
   migrate?(params: Record<string, unknown>, fromVersion: number): Record<string, unknown>;
   /**

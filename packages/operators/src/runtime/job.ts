@@ -6,7 +6,7 @@ import { MAX_WATERMARK, MIN_WATERMARK } from "../core/api";
 import { OperatorHost } from "../core/host";
 import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
-import type { OperatorServices, OperatorSpec } from "../core/spec";
+import type { ImpliedTimers, OperatorServices, OperatorSpec } from "../core/spec";
 import type { KeyedStateBackend, MaterializeBudget } from "../core/state";
 import { decodeSnapshot, encodeSnapshot, PROTO_FIELD_REFUSAL } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
@@ -533,6 +533,11 @@ export class LocalJob {
     let done = true;
     for (const host of this.hosts.values()) if (!host.materialize(budget)) done = false;
     return done;
+  }
+
+  /** Node `nodeId`'s timers that its snapshots leave implied in its state (see OperatorSpec.impliedTimers), for queryKeyState. */
+  impliedTimersOf(nodeId: string): ImpliedTimers | undefined {
+    return this.hosts.get(nodeId)?.impliedTimers;
   }
 
   /**

@@ -4,6 +4,7 @@
 import type { JsonValue, Key } from "../core/api";
 import { decodeSnapshot } from "../core/snapshot-codec";
 import { tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
+import type { ImpliedTimers } from "../core/spec";
 import { timersFromSnapshot, type TimersSnapshot } from "../core/timers";
 
 export interface KeyStateEntry {
@@ -66,18 +67,28 @@ function entryOf(table: TableSnapshot, stored: unknown): KeyStateEntry {
 /**
  * `key`'s state and timers at node `nodeId` in a job snapshot; undefined when the snapshot has no
  * operator snapshot for the node (one another task runs). A view with no state and no timers means
- * the key holds nothing there (or the node is stateless).
+ * the key holds nothing there (or the node is stateless). `implied`: the node's timers that a heap
+ * snapshot leaves implied in its state (LocalJob.impliedTimersOf), listed with the others.
  */
-export function queryKeyState(jobSnapshot: Uint8Array, nodeId: string, key: Key): KeyStateView | undefined {
+export function queryKeyState(jobSnapshot: Uint8Array, nodeId: string, key: Key, implied?: ImpliedTimers): KeyStateView | undefined {
   const job = decodeSnapshot(jobSnapshot) as JobSnapshotView | null;
   const bytes = job?.nodes?.[nodeId];
   if (!bytes) return undefined;
   const op = decodeSnapshot(bytes) as OperatorSnapshotView | null;
   const state: KeyStateEntry[] = [];
+  const impliedTimers: Array<[number, string]> = [];
   for (const table of tablesFromSnapshot(op?.state ?? [])) {
-    for (const [k, stored] of table.entries) if (k === key) state.push(entryOf(table, stored));
+    for (const [k, stored] of table.entries) {
+      if (k !== key) continue;
+      state.push(entryOf(table, stored));
+      if (table.name === implied?.state) impliedTimers.push(...implied.of(key, stored));
+    }
   }
-  const timers = (list: TimersSnapshot | undefined): KeyTimer[] =>
-    timersFromSnapshot(list ?? []).filter((t) => t[2] === key).map(([time, namespace]) => ({ time, namespace })).sort((a, b) => a.time - b.time || (a.namespace < b.namespace ? -1 : 1));
-  return { nodeId, key, state, timers: { eventTime: timers(op?.eventTimers), processingTime: timers(op?.processingTimers) }, watermark: op?.watermark ?? Number.NEGATIVE_INFINITY };
+  const timers = (list: TimersSnapshot | undefined, more: Array<[number, string]> = []): KeyTimer[] => {
+    const listed = timersFromSnapshot(list ?? []).filter((t) => t[2] === key).map(([time, namespace]): [number, string] => [time, namespace]);
+    // A snapshot from before timers were left implied lists them too: each timer once.
+    const unique = new Map([...listed, ...more].map(([time, namespace]) => [`${time}|${namespace}`, { time, namespace }]));
+    return [...unique.values()].sort((a, b) => a.time - b.time || (a.namespace < b.namespace ? -1 : 1));
+  };
+  return { nodeId, key, state, timers: { eventTime: timers(op?.eventTimers, impliedTimers), processingTime: timers(op?.processingTimers) }, watermark: op?.watermark ?? Number.NEGATIVE_INFINITY };
 }

@@ -186,13 +186,11 @@ export interface AdoptedTable extends StateTable<unknown> {
   /** The heap bytes of the whole table when the table knows them better than a per-entry estimate. */
   estimatedBytes?(): number;
   /**
-   * The event-time timers ([time, namespace, key]) the operator's handle storage would hold for
-   * this state, written into snapshots beside the real ones: a checkpoint taken on the heap then
-   * restores exactly on a backend without adoption (and back: the host drops timers of these
-   * namespaces from its queue when the table is adopted after a restore, since the table itself
-   * schedules that work).
+   * Namespaces of the event-time timers the operator's handle storage registers and this table
+   * schedules itself: the host drops restored timers of these namespaces when the table is adopted
+   * (the operator's spec derives them from the state for a restore without adoption: see
+   * OperatorSpec.impliedTimers).
    */
-  impliedTimers?(): Array<[number, string, Key]>;
   readonly impliedTimerNamespaces?: readonly string[];
   /**
    * A table that reports every change of a key's stored value keeps its packed columns between

@@ -380,7 +380,6 @@ export abstract class OperatorKeptTable implements AdoptedTable {
  * have written.
  */
 export class SlotTableView extends OperatorKeptTable {
-  impliedTimers?: () => Array<[number, string, Key]>;
   impliedTimerNamespaces?: readonly string[];
   constructor(
     readonly name: string,

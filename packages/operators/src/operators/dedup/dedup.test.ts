@@ -184,6 +184,26 @@ describe("dedup: heap storage and handle storage", () => {
     );
   });
 
+  it("a heap snapshot restored on the handle storage gets each remembered id's expiry timer back, derived from its state", () => {
+    // Heap snapshots leave the expiry timers implied by passedAt (dedupSpec.impliedTimers): without
+    // them the handle storage would remember the ids for ever.
+    fc.assert(
+      fc.property(eventsArb, ttlArb, jittersArb(BOUND), fc.nat(), (events, ttlMs, jitters, at) => {
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const params = { field: "eventId", ttlMs };
+        const cut = at % (arrivals.length + 1);
+        const onHeap = OperatorTestHarness.forSpec(dedupSpec, params, unkeyed);
+        const onHandles = OperatorTestHarness.forSpec(dedupSpec, params, serializing);
+        for (const h of [onHeap, onHandles]) feed(h, arrivals.slice(0, cut), { bound: BOUND, noEnd: true });
+        const restored = OperatorTestHarness.restore(dedupSpec, params, onHeap.snapshot(), serializing);
+        expect(restored.stateStats()).toMatchObject({ keys: onHandles.stateStats().keys, timers: onHandles.stateStats().keys });
+        restored.processWatermark(Math.max(0, ...arrivals.map((e) => e.ts)) + ttlMs + 1);
+        expect(restored.stateStats()).toMatchObject({ keys: 0, timers: 0 });
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
   it("a snapshot taken on either storage restores on the other at any record", () => {
     fc.assert(
       fc.property(fc.oneof(eventsArb, lateArb), ttlArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, ttlMs, jitters, at, heapFirst) => {

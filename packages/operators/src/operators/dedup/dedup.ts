@@ -10,7 +10,7 @@ import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
 import { errorsPort } from "../side-outputs";
 import { fieldParamIssues, readField } from "../shared/fields";
-import { HandleDedupStore, PREFETCH_CHUNK, SlotDedupStore, type DedupStore } from "./store";
+import { EXPIRY_TIMER, HandleDedupStore, PASSED_AT, PREFETCH_CHUNK, SlotDedupStore, type DedupStore } from "./store";
 
 export const dedupParams = z.strictObject({
   field: fieldName().describe(
@@ -60,6 +60,8 @@ compared with the state that remains.`,
   requiresKeyedInput: false,
   stateful: true,
   stateRetention: (params) => ({ ttlMs: params.ttlMs, ttlParam: "ttlMs", freedByTimers: true }),
+  // The handle storage's expiry timer of an id, at passedAt + ttlMs (the heap storage's schedule holds it instead).
+  impliedTimers: (params) => ({ state: PASSED_AT, of: (_key, passedAt) => (typeof passedAt === "number" ? [[passedAt + params.ttlMs, EXPIRY_TIMER]] : []) }),
   check: (params, ctx) => fieldParamIssues(ctx, [{ param: "field", field: params.field, severity: "error", consequence: "every record would go to errors" }]),
   outputFields: (_params, inputFields) => inputFields,
   keySelector(params) {

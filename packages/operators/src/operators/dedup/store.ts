@@ -7,7 +7,7 @@ import { growColumn, KeySlots, SlotSchedule, SlotTableView } from "../../core/st
 
 export const PASSED_AT = "passedAt";
 export const DUPLICATES = "duplicates";
-const EXPIRY_TIMER = "expiry";
+export const EXPIRY_TIMER = "expiry";
 
 /**
  * An id is remembered from its pass at passedAt until the watermark reaches passedAt + ttlMs
@@ -115,8 +115,7 @@ export class SlotDedupStore implements DedupStore {
     const adopt = ctx.adoptState;
     if (adopt === undefined) throw new Error("SlotDedupStore needs a backend that adopts tables");
     const passed = new SlotTableView(PASSED_AT, "value", this.slots, (s) => (this.alive(s) ? this.rows[s * STRIDE + PASSED] : undefined), (entries) => this.load(entries, PASSED), () => this.slots.bytes() + this.rows.byteLength);
-    // Snapshots carry the expiry timer the handle storage would hold per id, so they restore on any backend.
-    passed.impliedTimers = () => [...passed.entries()].map(([key, at]): [number, string, Key] => [(at as number) + this.ttlMs, EXPIRY_TIMER, key]);
+    // The handle storage's expiry timer per id is implied by passedAt (dedupSpec.impliedTimers).
     passed.impliedTimerNamespaces = [EXPIRY_TIMER];
     adopt(passed);
     adopt(new SlotTableView(DUPLICATES, "value", this.slots, (s) => (this.alive(s) && (this.rows[s * STRIDE + DUPS] as number) > 0 ? this.rows[s * STRIDE + DUPS] : undefined), (entries) => this.load(entries, DUPS)));

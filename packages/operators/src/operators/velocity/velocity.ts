@@ -93,6 +93,17 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
     return issues;
   },
   outputFields: () => ["key", "ts", "count", "event", "evidence"],
+  // The handle storage's timers, which the heap storage keeps in its own schedule and buffer: a
+  // cleanup per window, a release per (key, timestamp) waiting.
+  impliedTimers: () => ({
+    state: VELOCITY_STATE,
+    of(_key, stored) {
+      const v = (stored as TtlEntry<KeyWindow>).v;
+      const timers: Array<[number, string]> = v.cleanupAt !== null ? [[v.cleanupAt, CLEANUP_TIMER]] : [];
+      for (const ts of new Set(v.pendingTs ?? [])) timers.push([ts, RELEASE_TIMER]);
+      return timers;
+    },
+  }),
   create(params): Operator {
     return params.mode === "eager" ? byStorage(() => new SlotEagerVelocity(params), () => new EagerVelocity(params)) : byStorage(() => new SlotOrderedVelocity(params), () => new OrderedVelocity(params));
   },
@@ -935,17 +946,6 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     }
     for (const [key, p] of byKey) yield [key, this.heap.stored(-1, p)];
   }
-  /** The handle storage's timers: a release per (key, timestamp) waiting, a cleanup per window. */
-  impliedTimers(): Array<[number, string, Key]> {
-    const timers: Array<[number, string, Key]> = [];
-    for (const [key, stored] of this.entries()) {
-      const v = (stored as TtlEntry<KeyWindow>).v;
-      if (v.cleanupAt !== null) timers.push([v.cleanupAt, CLEANUP_TIMER, key]);
-      for (const ts of new Set(v.pendingTs ?? [])) timers.push([ts, RELEASE_TIMER, key]);
-    }
-    return timers;
-  }
-
   load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
     for (const [key, stored] of entries) {
       const v = (stored as TtlEntry<KeyWindow>).v;
@@ -989,14 +989,6 @@ class SlotEagerVelocity implements Operator {
       for (const [key, stored] of entries) heap.load(key, (stored as TtlEntry<KeyWindow>).v);
     }, () => heap.bytes());
     table.impliedTimerNamespaces = [CLEANUP_TIMER];
-    table.impliedTimers = () => {
-      const timers: Array<[number, string, Key]> = [];
-      for (const slot of heap.slots.slots()) {
-        const at = heap.windows.cleanupAt(slot);
-        if (!Number.isNaN(at)) timers.push([at, CLEANUP_TIMER, heap.slots.keyAt(slot) as Key]);
-      }
-      return timers;
-    };
     this.table = (ctx.adoptState as NonNullable<RuntimeContext["adoptState"]>)(table);
   }
 
