@@ -348,6 +348,25 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
     );
   });
 
+  it("a heap snapshot restored on the handle storage gets its cleanup (and release) timers back, derived from the state", () => {
+    // Heap snapshots leave these timers implied by the windows (velocitySpec.impliedTimers): without
+    // them the restored windows would wait for their TTL (2 × windowMs) instead of their cleanup.
+    fc.assert(
+      fc.property(eventsArb(valueArb), paramsArb, jittersArb(BOUND), fc.nat(), (events, p, jitters, at) => {
+        const params = { ...p, mode };
+        const arrivals = arrivalOrder(events, jitters, BOUND);
+        const cut = at % (arrivals.length + 1);
+        const onHeap = OperatorTestHarness.forSpec(velocitySpec, params, keyed);
+        feed(onHeap, arrivals.slice(0, cut), { bound: BOUND, noEnd: true });
+        const restored = OperatorTestHarness.restore(velocitySpec, params, onHeap.snapshot(), serializing);
+        // Every window's cleanup is due by then, and no TTL (2 × windowMs after a write) has run out.
+        restored.processWatermark(Math.max(0, ...arrivals.slice(0, cut).map((e) => e.ts)) + params.windowMs);
+        expect(restored.stateStats()).toMatchObject({ keys: 0, timers: 0 });
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
   it("both count live keys and free them the same way", () => {
     const stats = (opts: typeof keyed) => {
       const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 2, windowMs: 100, mode }, opts);
