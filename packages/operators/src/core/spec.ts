@@ -57,10 +57,6 @@ export interface ParamIssue {
   code?: string;
 }
 
-/**
- * How long a stateful operator keeps per-key state, for the validator's state-growth warnings
- * (unbounded keys feeding state without TTL; TTL shorter than the window it serves).
- */
 /** See OperatorSpec.impliedTimers. */
 export interface ImpliedTimers {
   /** The keyed state they follow from. */
@@ -69,6 +65,10 @@ export interface ImpliedTimers {
   of(key: Key, stored: unknown): Array<[time: number, namespace: string]>;
 }
 
+/**
+ * How long a stateful operator keeps per-key state, for the validator's state-growth warnings
+ * (unbounded keys feeding state without TTL; TTL shorter than the window it serves).
+ */
 export interface StateRetention {
   /** State TTL in ms; undefined when the state has none. */
   ttlMs?: number;
