@@ -609,9 +609,23 @@ class RowWindows implements WindowView {
     if (this.slotIds !== null) dropFirst(this.slotIds, first);
   }
   push(ts: number, id: string | number | null): void {
+    this.insertAt(this.rows[this.base] as number, ts, id);
+  }
+  insert(ts: number, id: string | number | null): number {
     const rows = this.rows;
+    const start = this.base + ROW_HEAD;
+    let at = rows[this.base] as number;
+    while (at > 0 && (rows[start + at - 1] as number) > ts) at--;
+    this.insertAt(at, ts, id);
+    return at;
+  }
+  /** Puts the entry at index `at` of the chosen row, shifting the later ones up. */
+  private insertAt(at: number, ts: number, id: string | number | null): void {
+    const rows = this.rows;
+    const start = this.base + ROW_HEAD;
     const n = rows[this.base] as number;
-    rows[this.base + ROW_HEAD + n] = ts;
+    if (at < n) rows.copyWithin(start + at + 1, start + at, start + n);
+    rows[start + at] = ts;
     rows[this.base] = n + 1;
     if (this.slotIds === null) {
       if (id === null) return;
@@ -619,29 +633,23 @@ class RowWindows implements WindowView {
       this.extra[this.slot] = this.slotIds;
       rows[this.base + 2] = ROW_IDS;
     }
-    this.slotIds.push(id);
+    if (at === n) this.slotIds.push(id);
+    else this.slotIds.splice(at, 0, id);
   }
-  insert(ts: number, id: string | number | null): number {
+
+  /**
+   * Reads both cache lines (the head and first timestamps, and the later timestamps) of the rows of
+   * slots[0, n), skipping negative slots: a stage of independent loads whose cache misses overlap,
+   * ahead of the work on those rows. Returns what it read (keep it, so that the compiler keeps the reads).
+   */
+  touchRows(slots: Int32Array, n: number): number {
     const rows = this.rows;
-    const start = this.base + ROW_HEAD;
-    const n = rows[this.base] as number;
-    let at = n;
-    while (at > 0 && (rows[start + at - 1] as number) > ts) at--;
-    if (at === n) {
-      this.push(ts, id);
-      return at;
+    let touched = 0;
+    for (let i = 0; i < n; i++) {
+      const b = (slots[i] as number) * ROW;
+      if (b >= 0) touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
     }
-    rows.copyWithin(start + at + 1, start + at, start + n);
-    rows[start + at] = ts;
-    rows[this.base] = n + 1;
-    if (this.slotIds === null) {
-      if (id === null) return at;
-      this.slotIds = new Array<string | number | null>(n).fill(null);
-      this.extra[this.slot] = this.slotIds;
-      rows[this.base + 2] = ROW_IDS;
-    }
-    this.slotIds.splice(at, 0, id);
-    return at;
+    return touched;
   }
 }
 
@@ -683,12 +691,7 @@ class SlotWindows {
       // In stages, as release: the rows of a time's slots first (cache misses in random order,
       // overlapping when read back to back), then which to free; then the freed slots' hashes and
       // their table positions, each stage's loads independent; the deletes then find them in cache.
-      const rows = windows.rows;
-      let touched = 0;
-      for (let i = 0; i < n; i++) {
-        const b = (list[i] as number) * ROW;
-        touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
-      }
+      let touched = windows.touchRows(list, n);
       if (n > this.freed.length) this.freed = new Int32Array(2 ** Math.ceil(Math.log2(n)));
       const freed = this.freed;
       let m = 0;
@@ -863,19 +866,13 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const slotOf = this.slotOf;
     const hashes = this.hashes;
     const table = this.slots;
-    let touched = table.prefetch(at.keys as readonly Key[], n, hashes, slotOf);
+    const touched = table.prefetch(at.keys as readonly Key[], n, hashes, slotOf);
     for (let i = 0; i < n; i++) {
       const slot = table.findOrAddHashed(at.keys[i] as Key, hashes[i] as number);
       if (table.added) this.windows.grow(table.capacity);
       slotOf[i] = slot;
     }
-    const rows = this.windows.rows;
-    for (let i = 0; i < n; i++) {
-      // Both cache lines of the row: the head and the first timestamps, and the later timestamps.
-      const b = (slotOf[i] as number) * ROW;
-      touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
-    }
-    this.heap.touched = touched;
+    this.heap.touched = touched + this.windows.touchRows(slotOf, n);
     const keys = this.sortedKeys;
     const values = this.sortedValues;
     const slots = this.sortedSlots;
@@ -1014,7 +1011,7 @@ class SlotEagerVelocity implements Operator {
     for (let f = from; f < to; f += EAGER_CHUNK) {
       const n = Math.min(to, f + EAGER_CHUNK) - f;
       for (let i = 0; i < n; i++) keys[i] = (records[f + i] as StreamRecord).key as Key;
-      let touched = slots.prefetch(keys, n, hashes, slotOf);
+      const touched = slots.prefetch(keys, n, hashes, slotOf);
       // Slots in arrival order, so that new keys get the slots processElement would give them
       // (nothing frees a slot within a batch); late records get none.
       for (let i = 0; i < n; i++) {
@@ -1024,12 +1021,7 @@ class SlotEagerVelocity implements Operator {
           if (slots.added) windows.grow(slots.capacity);
         }
       }
-      const rows = windows.rows;
-      for (let i = 0; i < n; i++) {
-        const b = (slotOf[i] as number) * ROW;
-        if (b >= 0) touched += (rows[b] as number) + (rows[b + ROW - 1] as number);
-      }
-      this.heap.touched = touched;
+      this.heap.touched = touched + windows.touchRows(slotOf, n);
       for (let i = 0; i < n; i++) {
         const record = records[f + i] as StreamRecord;
         ctx.enter(record);
