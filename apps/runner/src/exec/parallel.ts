@@ -29,7 +29,6 @@ import {
   type KeyGroupRange,
   type KeySelector,
   type KeyStateView,
-  queryKeyState,
   type NodeMetrics,
   type PipelineDocument,
   type SnapshotPart,
@@ -538,7 +537,7 @@ export class ParallelExecution {
    */
   async queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
     if (this.plan.headNodes.has(nodeId)) {
-      const view = this.headJob ? queryKeyState(this.headJob.snapshot(), nodeId, key, this.headJob.impliedTimersOf(nodeId)) : undefined;
+      const view = this.headJob ? this.headJob.queryState(nodeId, key) : undefined;
       return view && { view, task: "source", index: 0 };
     }
     if (!this.plan.keyedNodes.has(nodeId)) return undefined;

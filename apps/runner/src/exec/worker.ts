@@ -4,7 +4,7 @@
 // Barriers are aligned over the input channels; on alignment the subtask snapshots its state,
 // acknowledges the checkpoint to the coordinator with the bytes, and forwards the barrier.
 import { parentPort, workerData } from "node:worker_threads";
-import { LocalJob, mergeJobSnapshots, queryKeyState, setKeptColumnsVerification, type JobEmission, type NodeMetrics } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, setKeptColumnsVerification, type JobEmission, type NodeMetrics } from "@keyflow/operators";
 import { CreditSender, InputGate, TimeAccount } from "./channel";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
 import { MaterializePacer } from "../job/materialize";
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     else if (m.type === "abort") gate.abort(m.id);
     else if (m.type === "state") {
       // Between two buffers (this handler never runs inside one): the snapshot is consistent.
-      post({ type: "state", id: m.id, view: queryKeyState(job.snapshot(), m.nodeId, m.key, job.impliedTimersOf(m.nodeId)) ?? null });
+      post({ type: "state", id: m.id, view: job.queryState(m.nodeId, m.key) ?? null });
       return;
     }
     wakeUp();

@@ -16,7 +16,7 @@
 // the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, queryKeyState, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -440,7 +440,7 @@ export class JobDriver {
   async queryState(nodeId: string, key: string): Promise<AnsweredState | undefined> {
     if (this.status !== "running" && this.status !== "finishing" && this.status !== "stopping") return undefined;
     if (this.parallel) return this.parallel.queryState(nodeId, key);
-    const view = this.job ? queryKeyState(this.job.snapshot(), nodeId, key, this.job.impliedTimersOf(nodeId)) : undefined;
+    const view = this.job ? this.job.queryState(nodeId, key) : undefined;
     return view && { view, task: "single", index: 0 };
   }
 

@@ -584,17 +584,13 @@ export class OperatorHost {
       channelIdle: [...this.channelIdle],
       processingTime: this.ctx.processingTime,
       state: this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism),
-      eventTimers: this.eventTimerSnapshot(),
+      // An adopted table's implied timers are not in the queue: see OperatorSpec.impliedTimers.
+      eventTimers: this.eventTimers.snapshotPacked(),
       processingTimers: this.processingTimers.snapshotPacked(),
       operator: this.operator.snapshotState?.() ?? null,
       counters: { recordsIn: this.recordsIn, recordsOut: this.recordsOut, late: this.late },
     };
     return encodeSnapshot(snap);
-  }
-
-  /** The queue's event-time timers (an adopted table's implied timers are not in it: see OperatorSpec.impliedTimers). */
-  private eventTimerSnapshot(): TimersSnapshot {
-    return this.eventTimers.snapshotPacked();
   }
 
   /** The timers this operator's heap storage leaves implied in its state (see OperatorSpec.impliedTimers). */
@@ -615,11 +611,10 @@ export class OperatorHost {
     for (const [key, stored] of table.entries()) for (const [time, namespace] of implied.of(key, stored)) this.eventTimers.register(key, time, namespace);
   }
 
-  /** Restored timers of namespaces an adopted table schedules itself (see AdoptedTable.impliedTimerNamespaces). */
+  /** Restored timers of the namespaces the heap storage schedules itself (see OperatorSpec.impliedTimers). */
   private dropImpliedTimers(): void {
-    const namespaces = new Set<string>();
-    for (const t of this.backend.tables() as readonly AdoptedTable[]) for (const ns of t.impliedTimerNamespaces ?? []) namespaces.add(ns);
-    if (namespaces.size === 0) return;
+    if (this.implied === undefined) return;
+    const namespaces = new Set(this.implied.namespaces);
     this.eventTimers.restore(this.eventTimers.snapshot().filter(([, ns]) => !namespaces.has(ns)));
   }
 

@@ -61,6 +61,8 @@ export interface ParamIssue {
 export interface ImpliedTimers {
   /** The keyed state they follow from. */
   state: string;
+  /** Their namespaces: restored timers of these are dropped where the heap storage schedules that work itself. */
+  namespaces: readonly string[];
   /** The [time, namespace] timers of `key`, given its entry in that state in stored form (as snapshots hold it). */
   of(key: Key, stored: unknown): Array<[time: number, namespace: string]>;
 }
@@ -128,9 +130,8 @@ export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
    */
   stateRetention?(params: z.infer<P>): StateRetention;
   /**
-   * For operators whose heap storage keeps in its own schedule what their handle storage holds as
-   * event-time timers (AdoptedTable.impliedTimerNamespaces): those timers as a function of one key's
-   * stored state. Heap snapshots leave them out, since listing every key's timer at every
+   * For operators whose heap storage (an adopted table) keeps in its own schedule what their handle
+   * storage holds as event-time timers: those timers as a function of one key's stored state. Heap snapshots leave them out, since listing every key's timer at every
    * checkpoint cost more than packing the state that changed; a restore where the handle storage
    * runs (another backend) derives them from the restored state, and queryable state lists them.
    */

@@ -6,7 +6,7 @@ import { MAX_WATERMARK, MIN_WATERMARK } from "../core/api";
 import { OperatorHost } from "../core/host";
 import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
-import type { ImpliedTimers, OperatorServices, OperatorSpec } from "../core/spec";
+import type { OperatorServices, OperatorSpec } from "../core/spec";
 import type { KeyedStateBackend, MaterializeBudget } from "../core/state";
 import { decodeSnapshot, encodeSnapshot, PROTO_FIELD_REFUSAL } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
@@ -15,6 +15,7 @@ import { validatePipeline } from "../pipeline/validate";
 import { DEFAULT_MAX_OUT_OF_ORDERNESS_MS } from "../operators/event-time";
 import { readField } from "../operators/shared/fields";
 import { compileGraph, PipelineInvalidError, type GraphNode, type JobGraph, type PipelineIssue } from "./graph";
+import { queryKeyState, type KeyStateView } from "./queryable";
 import { eventTimeOf } from "./timestamps";
 
 export { PipelineInvalidError, type PipelineIssue };
@@ -137,8 +138,8 @@ export class LocalJob {
    * anything that could see the difference: a watermark, idleness or processing time anywhere; a
    * record for that operator on another input or for a node downstream of it; anything added to the
    * emissions (sink records, dead letters, in order) or sent to another task; and every public call
-   * that reads or changes the job otherwise (drain, snapshot, metrics...). Nodes upstream of it or on other branches may run
-   * meanwhile: nothing they do reads its state. So the output, its order, the watermarks, the
+   * that reads or changes the job otherwise (drain, snapshot, metrics...). Nodes upstream of it or
+   * on other branches may run meanwhile: nothing they do reads its state. So the output, its order, the watermarks, the
    * late/dead-letter routing and every snapshot are those of record-by-record delivery; a source
    * poll's records between two watermark advances become one batch. Held values are not copied:
    * like every consumer of emitted records, this relies on no operator changing a value after
@@ -535,9 +536,12 @@ export class LocalJob {
     return done;
   }
 
-  /** Node `nodeId`'s timers that its snapshots leave implied in its state (see OperatorSpec.impliedTimers), for queryKeyState. */
-  impliedTimersOf(nodeId: string): ImpliedTimers | undefined {
-    return this.hosts.get(nodeId)?.impliedTimers;
+  /**
+   * `key`'s state and timers at node `nodeId` now (queryKeyState over a snapshot), the timers its
+   * snapshots leave implied in the state listed too (see OperatorSpec.impliedTimers).
+   */
+  queryState(nodeId: string, key: Key): KeyStateView | undefined {
+    return queryKeyState(this.snapshot(), nodeId, key, this.hosts.get(nodeId)?.impliedTimers);
   }
 
   /**

@@ -22,7 +22,7 @@ const pipeline = {
   ],
 };
 
-describe("queryKeyState", () => {
+describe("queryKeyState (LocalJob.queryState)", () => {
   it("reads one key's state and timers out of a job snapshot, and nothing of the other keys", () => {
     const job = LocalJob.create(pipeline);
     job.pushValue("pay", { card: "a", id: "x1", ts: 1 }, { partition: 0 });
@@ -31,13 +31,13 @@ describe("queryKeyState", () => {
     job.drain();
     const snap = job.snapshot();
 
-    const a = queryKeyState(snap, "win", "a", job.impliedTimersOf("win"));
+    const a = job.queryState("win", "a");
     expect(a?.state.length).toBeGreaterThan(0);
     expect(JSON.stringify(a?.state)).toContain("2"); // two records of "a" counted in its open window
     expect(a?.timers.eventTime.length).toBeGreaterThan(0);
     expect(a?.timers.eventTime.every((t) => t.time >= 9)).toBe(true);
 
-    const x1 = queryKeyState(snap, "dedup", "x1", job.impliedTimersOf("dedup"));
+    const x1 = job.queryState("dedup", "x1");
     expect(x1?.state.length).toBe(1);
     expect(x1?.timers.eventTime).toEqual([{ time: 101, namespace: expect.any(String) }]);
 

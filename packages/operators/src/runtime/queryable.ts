@@ -68,7 +68,7 @@ function entryOf(table: TableSnapshot, stored: unknown): KeyStateEntry {
  * `key`'s state and timers at node `nodeId` in a job snapshot; undefined when the snapshot has no
  * operator snapshot for the node (one another task runs). A view with no state and no timers means
  * the key holds nothing there (or the node is stateless). `implied`: the node's timers that a heap
- * snapshot leaves implied in its state (LocalJob.impliedTimersOf), listed with the others.
+ * snapshot leaves implied in its state (OperatorSpec.impliedTimers), listed with the others.
  */
 export function queryKeyState(jobSnapshot: Uint8Array, nodeId: string, key: Key, implied?: ImpliedTimers): KeyStateView | undefined {
   const job = decodeSnapshot(jobSnapshot) as JobSnapshotView | null;

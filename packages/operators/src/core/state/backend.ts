@@ -186,13 +186,6 @@ export interface AdoptedTable extends StateTable<unknown> {
   /** The heap bytes of the whole table when the table knows them better than a per-entry estimate. */
   estimatedBytes?(): number;
   /**
-   * Namespaces of the event-time timers the operator's handle storage registers and this table
-   * schedules itself: the host drops restored timers of these namespaces when the table is adopted
-   * (the operator's spec derives them from the state for a restore without adoption: see
-   * OperatorSpec.impliedTimers).
-   */
-  readonly impliedTimerNamespaces?: readonly string[];
-  /**
    * A table that reports every change of a key's stored value keeps its packed columns between
    * snapshots as the heap's own tables do (see KeptColumns): the backend then snapshots it in the
    * packed form through these, and otherwise rebuilds its columns whole at every snapshot.

@@ -380,7 +380,6 @@ export abstract class OperatorKeptTable implements AdoptedTable {
  * have written.
  */
 export class SlotTableView extends OperatorKeptTable {
-  impliedTimerNamespaces?: readonly string[];
   constructor(
     readonly name: string,
     readonly kind: StateKind,

@@ -61,7 +61,7 @@ compared with the state that remains.`,
   stateful: true,
   stateRetention: (params) => ({ ttlMs: params.ttlMs, ttlParam: "ttlMs", freedByTimers: true }),
   // The handle storage's expiry timer of an id, at passedAt + ttlMs (the heap storage's schedule holds it instead).
-  impliedTimers: (params) => ({ state: PASSED_AT, of: (_key, passedAt) => (typeof passedAt === "number" ? [[passedAt + params.ttlMs, EXPIRY_TIMER]] : []) }),
+  impliedTimers: (params) => ({ state: PASSED_AT, namespaces: [EXPIRY_TIMER], of: (_key, passedAt) => (typeof passedAt === "number" ? [[passedAt + params.ttlMs, EXPIRY_TIMER]] : []) }),
   check: (params, ctx) => fieldParamIssues(ctx, [{ param: "field", field: params.field, severity: "error", consequence: "every record would go to errors" }]),
   outputFields: (_params, inputFields) => inputFields,
   keySelector(params) {

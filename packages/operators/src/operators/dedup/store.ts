@@ -116,7 +116,6 @@ export class SlotDedupStore implements DedupStore {
     if (adopt === undefined) throw new Error("SlotDedupStore needs a backend that adopts tables");
     const passed = new SlotTableView(PASSED_AT, "value", this.slots, (s) => (this.alive(s) ? this.rows[s * STRIDE + PASSED] : undefined), (entries) => this.load(entries, PASSED), () => this.slots.bytes() + this.rows.byteLength);
     // The handle storage's expiry timer per id is implied by passedAt (dedupSpec.impliedTimers).
-    passed.impliedTimerNamespaces = [EXPIRY_TIMER];
     adopt(passed);
     adopt(new SlotTableView(DUPLICATES, "value", this.slots, (s) => (this.alive(s) && (this.rows[s * STRIDE + DUPS] as number) > 0 ? this.rows[s * STRIDE + DUPS] : undefined), (entries) => this.load(entries, DUPS)));
   }

@@ -97,6 +97,7 @@ transactions a day keeps thousands of entries for it. A threshold of 1 alerts on
   // cleanup per window, a release per (key, timestamp) waiting.
   impliedTimers: () => ({
     state: VELOCITY_STATE,
+    namespaces: [CLEANUP_TIMER, RELEASE_TIMER],
     of(_key, stored) {
       const v = (stored as TtlEntry<KeyWindow>).v;
       const timers: Array<[number, string]> = v.cleanupAt !== null ? [[v.cleanupAt, CLEANUP_TIMER]] : [];
@@ -759,7 +760,6 @@ class SlotWindows {
 class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   readonly name = VELOCITY_STATE;
   readonly kind = "value" as const;
-  readonly impliedTimerNamespaces = [RELEASE_TIMER, CLEANUP_TIMER];
   private readonly heap: SlotWindows;
   private readonly slots: KeySlots;
   private readonly windows: RowWindows;
@@ -985,7 +985,6 @@ class SlotEagerVelocity implements Operator {
       // Waiting records belong to `ordered`; a restored eager window has none that count.
       for (const [key, stored] of entries) heap.load(key, (stored as TtlEntry<KeyWindow>).v);
     }, () => heap.bytes());
-    table.impliedTimerNamespaces = [CLEANUP_TIMER];
     this.table = (ctx.adoptState as NonNullable<RuntimeContext["adoptState"]>)(table);
   }
 
