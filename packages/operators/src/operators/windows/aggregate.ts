@@ -43,6 +43,8 @@ export type Slot = number | DistinctSet;
 export interface AggregateFunction {
   readonly op: AggregateOp;
   readonly width: number;
+  /** Whether every accumulator slot is a plain sum of numbers (count, sum, avg): totals less parts are then results. */
+  readonly additive: boolean;
   /** The record's input, or why it has none (the record then goes to `errors`). */
   input(record: JsonObject): number | string | Invalid;
   /** Writes an accumulator holding one input at arr[off, off + width). */
@@ -73,6 +75,7 @@ function numeric(op: "count" | "sum" | "min" | "max", input: AggregateFunction["
   return {
     op,
     width: 1,
+    additive: op === "count" || op === "sum",
     input,
     init: (arr, off, i) => {
       arr[off] = i as number;
@@ -114,6 +117,7 @@ export function aggregateFunction(params: AggregateParams): AggregateFunction {
       return {
         op: "avg",
         width: 2,
+        additive: true,
         input: (r) => readNumber(r, f) ?? new Invalid(notANumberMessage(r, f)),
         init: (arr, off, i) => {
           arr[off] = i as number;
@@ -140,6 +144,7 @@ export function aggregateFunction(params: AggregateParams): AggregateFunction {
       return {
         op: "distinctCount",
         width: 1,
+        additive: false,
         input: (r) => {
           const v = readField(r, f);
           // As SQL's COUNT(DISTINCT x): a missing or null value is not a value.

@@ -8,6 +8,7 @@
 // state and timers whichever storage wrote them.
 import type { Key, RuntimeContext } from "../../core/api";
 import { ChangeReportingSlotTableView, estimateBytes, KeySlots } from "../../core/state";
+import type { RunningTotals } from "./running-totals";
 import type { SliceState } from "./sliced-window";
 
 /** Above this many live keys, estimatedBytes() samples the slice arrays evenly. */
@@ -24,7 +25,12 @@ export class SliceTable {
 
   private readonly view: ChangeReportingSlotTableView;
 
-  constructor(name: string, adopt: NonNullable<RuntimeContext["adoptState"]>) {
+  constructor(
+    name: string,
+    adopt: NonNullable<RuntimeContext["adoptState"]>,
+    /** The slots' running totals, for additive aggregates: forgotten here when a slot is freed or restored. */
+    readonly totals: RunningTotals | undefined,
+  ) {
     // Change-reporting: a checkpoint then packs only the keys whose slices changed since the last
     // one, as it did when the slices were in the heap backend's own table; rebuilding the columns
     // whole made a snapshot of 100 k keys with 1 % changed three times slower.
@@ -59,6 +65,7 @@ export class SliceTable {
     this.view.changed(this.slots.keyAt(slot) as Key);
     this.slots.delete(slot);
     this.rows[slot] = undefined;
+    this.totals?.forget(slot);
   }
 
   /** slotOf[i] = the slot of keys[i] (or -1) for i < n, after KeySlots.prefetch's stages, so that the misses of different keys overlap. */
@@ -71,7 +78,11 @@ export class SliceTable {
   }
 
   private load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
-    for (const [key, st] of entries) this.rows[this.slots.findOrAdd(key)] = st as SliceState;
+    for (const [key, st] of entries) {
+      const slot = this.slots.findOrAdd(key);
+      this.rows[slot] = st as SliceState;
+      this.totals?.forget(slot);
+    }
   }
 
   /** The lookup's bytes, a pointer per slot, and the slice arrays (sampled over many keys). */
@@ -88,6 +99,6 @@ export class SliceTable {
       sampled++;
     }
     const arrays = sampled === 0 ? 0 : Math.round((bytes / sampled) * live);
-    return this.slots.bytes() + 4 * this.rows.length + arrays;
+    return this.slots.bytes() + 4 * this.rows.length + arrays + (this.totals?.bytes() ?? 0);
   }
 }
