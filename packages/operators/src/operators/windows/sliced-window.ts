@@ -38,7 +38,7 @@ const LOOKUP_CHUNK = 128;
 
 /**
  * Running totals (running-totals.ts) from this many slices per window: below it a merge is as
- * quick as keeping them (tumbling and Nexmark q5's 10 s / 2 s ran 2-5 % slower with them).
+ * quick as keeping them (tumbling and Nexmark q5's 10 s / 2 s ran up to 6 % slower with them).
  */
 const TOTALS_FROM_SLICES = 8;
 
