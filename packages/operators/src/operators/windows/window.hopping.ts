@@ -50,7 +50,9 @@ Each key emits one result per window that holds any of its records.
 window sliding every minute); a window's result is merged from its slices when it fires. A record updates one
 slice, not 60 windows, and a key keeps only the slices that hold data: state grows with slices, not with
 size ÷ slide (the seeds' 10 M keys × 60 windows = 600 M entries case). Choose a slide that divides the size:
-otherwise the slices shrink to their gcd.
+otherwise the slices shrink to their gcd. On the heap backend, a \`count\`, \`sum\` or \`avg\` over windows of 8
+slices or more also keeps each key's running total, so a firing reads two slices instead of merging all of them;
+results are the same bit for bit (a sum of fractions, which rounds, is merged as before).
 
 ${AGGREGATE_DOCS}
 
