@@ -60,7 +60,18 @@ export interface KeyedWorkloadDef {
  * without processBatch still see them one by one), or with `batches` false one processElement per
  * record (`--per-record`). The sequence of records and watermarks is the same either way.
  */
-export const feed = { batches: true };
+export const feed = {
+  batches: true,
+  /**
+   * `--fresh`: records built a chunk at a time (FRESH_CHUNK) outside the clock and dropped once
+   * fed, as a source hands them over, instead of a pool built once and replayed. The pool lives in
+   * old space all run long, which every major collection marks, and the parts of records an
+   * operator keeps (ids, values) were allocated before the heap baseline, so heap / key left them out.
+   */
+  fresh: false,
+};
+
+const FRESH_CHUNK = 65_536;
 
 declare const gc: (() => void) | undefined;
 /** Heap plus ArrayBuffer memory: typed-array columns (key slots, rows) live outside the V8 heap. */
@@ -75,6 +86,47 @@ const collect = (): void => {
   }
 };
 
+/**
+ * What a bounded-out-of-orderness source does with records: the watermark max − ooo − 1 after
+ * each record that raises the maximum, and the records between two watermark advances handed over
+ * in one processBatch (or one by one: feed.batches false).
+ */
+class BoundedOutOfOrderness {
+  private maxTs = Number.NEGATIVE_INFINITY;
+  private wm = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly host: OperatorHost,
+    private readonly ooo: number,
+  ) {}
+
+  /** Feeds records[0, n), each first given the timestamp base[i] + offset when there is a base (a replayed pool). */
+  feed(records: StreamRecord[], n: number, base?: Float64Array, offset = 0): void {
+    const host = this.host;
+    const batches = feed.batches;
+    let from = 0;
+    for (let i = 0; i < n; i++) {
+      const r = records[i] as StreamRecord;
+      if (base !== undefined) r.timestamp = (base[i] as number) + offset;
+      const ts = r.timestamp;
+      if (!batches) host.processElement(r);
+      if (ts > this.maxTs) {
+        this.maxTs = ts;
+        const w = ts - this.ooo - 1;
+        if (w > this.wm) {
+          this.wm = w;
+          if (batches) {
+            host.processBatch(records, from, i + 1);
+            from = i + 1;
+          }
+          host.processWatermark(w);
+        }
+      }
+    }
+    if (batches && from < n) host.processBatch(records, from, n);
+  }
+}
+
 /** A workload that drives one keyed operator (window, velocity, dedup...) through an OperatorHost. */
 export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
   return {
@@ -82,22 +134,23 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
     title: def.title,
     description: def.description,
     prepare() {
-      const rnd = prng(42);
-      const poolSize = Math.min(def.events, def.pool ?? 2_000_000);
       const keyNames = Array.from({ length: def.keys }, (_, i) => `card-${i}`);
-      const records: StreamRecord[] = new Array(poolSize);
-      const base = new Float64Array(poolSize);
       const msPerEvent = 1000 / def.eventsPerSecond;
       const shared: JsonObject = { amount: 1 };
-      for (let i = 0; i < poolSize; i++) {
+      const t0 = 1_700_000_000_000;
+      /** Record g of the input from the run's generator (its key draw, jitter and value, in that order), at `offset`. */
+      const build = (rnd: () => number, g: number, offset: number): StreamRecord => {
         const u = rnd();
         const k = def.keyOf ? def.keyOf(u) : Math.floor(u * def.keys);
-        base[i] = Math.floor(i * msPerEvent + rnd() * def.jitterMs);
-        records[i] = { value: def.value ? def.value(i, rnd) : shared, timestamp: 0, key: keyNames[k] as string };
-      }
+        const timestamp = offset + Math.floor(g * msPerEvent + rnd() * def.jitterMs);
+        return { value: def.value ? def.value(g, rnd) : shared, timestamp, key: keyNames[k] as string };
+      };
+      // The pool (the default feed): built once, replayed with shifted timestamps beyond its end.
+      const poolSize = feed.fresh ? 0 : Math.min(def.events, def.pool ?? 2_000_000);
+      const poolRnd = prng(42);
+      const records: StreamRecord[] = Array.from({ length: poolSize }, (_, i) => build(poolRnd, i, 0));
+      const base = Float64Array.from(records, (r) => r.timestamp);
       const poolSpan = Math.ceil(poolSize * msPerEvent) + def.jitterMs + 1;
-      const t0 = 1_700_000_000_000;
-      const ooo = def.maxOutOfOrdernessMs;
       return {
         events: def.events,
         run(measureState: boolean): RunResult {
@@ -115,35 +168,26 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
             collect();
             heapBefore = usedBytes();
           }
-          let maxTs = Number.NEGATIVE_INFINITY;
-          let wm = Number.NEGATIVE_INFINITY;
+          const source = new BoundedOutOfOrderness(host, def.maxOutOfOrdernessMs);
           const start = process.hrtime.bigint();
-          let done = 0;
-          const batches = feed.batches;
-          for (let pass = 0; done < def.events; pass++) {
-            const offset = t0 + pass * poolSpan;
-            const n = Math.min(poolSize, def.events - done);
-            let from = 0;
-            for (let i = 0; i < n; i++) {
-              const r = records[i] as StreamRecord;
-              const ts = (base[i] as number) + offset;
-              r.timestamp = ts;
-              if (!batches) host.processElement(r);
-              if (ts > maxTs) {
-                maxTs = ts;
-                const w = ts - ooo - 1;
-                if (w > wm) {
-                  wm = w;
-                  if (batches) {
-                    host.processBatch(records, from, i + 1);
-                    from = i + 1;
-                  }
-                  host.processWatermark(w);
-                }
-              }
+          let building = 0n;
+          if (feed.fresh) {
+            const rnd = prng(42);
+            for (let done = 0; done < def.events; ) {
+              const b0 = process.hrtime.bigint();
+              const n = Math.min(FRESH_CHUNK, def.events - done);
+              const chunk = Array.from({ length: n }, (_, i) => build(rnd, done + i, t0));
+              building += process.hrtime.bigint() - b0;
+              source.feed(chunk, n);
+              done += n;
             }
-            if (batches && from < n) host.processBatch(records, from, n);
-            done += n;
+          } else {
+            for (let pass = 0, done = 0; done < def.events; pass++) {
+              const offset = t0 + pass * poolSpan;
+              const n = Math.min(poolSize, def.events - done);
+              source.feed(records, n, base, offset);
+              done += n;
+            }
           }
           let state: RunResult["state"];
           let paused = 0n;
@@ -156,7 +200,7 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
             paused = process.hrtime.bigint() - p0;
           }
           host.endOfInput();
-          const seconds = Number(process.hrtime.bigint() - start - paused) / 1e9;
+          const seconds = Number(process.hrtime.bigint() - start - paused - building) / 1e9;
           return { events: def.events, seconds, outputs, ...(state ? { state } : {}) };
         },
       };

@@ -2,7 +2,8 @@
 // state with pre-built records, reports the median events/s of several runs and the live state
 // per key, and prints a markdown table (for docs/BENCHMARKS.md).
 //   options: --runs N (default 3), --only id1,id2, --per-record (one processElement per record
-//   instead of the records between two watermarks in one processBatch: see feed in ./driver)
+//   instead of the records between two watermarks in one processBatch), --fresh (records built a
+//   chunk at a time outside the clock instead of a replayed pool): see feed in ./driver
 import os from "node:os";
 import { feed } from "./driver";
 import { workloads } from "./workloads";
@@ -15,6 +16,7 @@ const opt = (name: string): string | undefined => {
 const runs = Math.max(3, Number(opt("runs") ?? 3));
 const only = opt("only")?.split(",");
 feed.batches = !args.includes("--per-record");
+feed.fresh = args.includes("--fresh");
 
 const fmt = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0));
 const median = (xs: number[]): number => {
@@ -44,7 +46,7 @@ for (const w of workloads) {
 }
 
 const load = os.loadavg().map((l) => l.toFixed(1)).join(" ");
-console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records pre-built, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
+console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records ${feed.fresh ? "built a chunk at a time outside the clock" : "pre-built (a replayed pool)"}, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
 console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key |");
 console.log("|---|---:|---:|---|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);
