@@ -10,7 +10,7 @@
 // Derived, never checkpointed: a restored or rescaled key starts UNKNOWN and is recounted from its
 // slices at its next firing, so snapshots are the same whichever storage wrote them. The totals
 // are used only while they are exact, so that the result is bit for bit the merge's: every
-// accumulator a safe integer (not -0) and the sum of their magnitudes at most 2^53, which makes
+// accumulator a safe integer (not -0) and the sum of their magnitudes below 2^53, which makes
 // every partial sum exact in any order. A float sum (amounts with cents) stays on the merge.
 import type { Slot } from "./aggregate";
 
