@@ -308,7 +308,14 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     // FIRE every window of the key whose max timestamp is in (f, now], in end order.
     const fired = at(st, F);
     const sealed = this.seal(st, slot, now);
-    for (let e = this.nextEnd(st, fired + 1); e !== undefined && e - 1 <= now; e = this.nextEnd(st, e)) this.emit(st, e, ctx, slot, sealed);
+    // e is always nextEnd(st, after), so once the window due at now has fired (a timer's usual
+    // case, after = now + 1) it is already the key's next firing, computed below otherwise.
+    let after = fired + 1;
+    let e = this.nextEnd(st, after);
+    for (; e !== undefined && e - 1 <= now; e = this.nextEnd(st, after)) {
+      this.emit(st, e, ctx, slot, sealed);
+      after = e;
+    }
     st[F] = sealed;
     // PURGE the slices whose last window is past its allowed lateness: the oldest, at the end
     // (lastEnd grows with s), so a truncation, which V8 does in place.
@@ -327,7 +334,8 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
       return;
     }
     let need = cleanupTime(this.assigner.lastEnd(at(st, st.length - W)), this.allowedLatenessMs);
-    const next = this.nextEnd(st, now + 1);
+    // The purge dropped only slices whose windows all end by now + 1: it changed no later end.
+    const next = after === now + 1 ? e : this.nextEnd(st, now + 1);
     if (next !== undefined && next - 1 < need) need = next - 1;
     if (need !== stale) {
       if (stale !== NO_TIME) ctx.timerService.deleteEventTimeTimer(stale, WINDOW_TIMER);
