@@ -39,7 +39,17 @@ export function decodeSnapshot(bytes: Uint8Array): unknown {
 
 /** One value's bytes in a packed column (a fresh array: the packer's own buffer is a Node Buffer it writes on into). */
 export function packValue(value: unknown): Uint8Array {
-  return new Uint8Array(valuePackr.pack(value));
+  return new Uint8Array(packValueView(value));
+}
+
+/**
+ * packValue without the copy: a view of the packer's buffer, for a caller that copies it at once
+ * into bytes of its own. The packer never writes over bytes it returned (it moves on through its
+ * buffer and starts a new one when that runs out), but a kept view would pin its whole buffer.
+ * A fresh array per value was a tenth of a snapshot's time with many changed keys.
+ */
+export function packValueView(value: unknown): Uint8Array {
+  return valuePackr.pack(value);
 }
 
 /** The concatenation of packValue(v) for each value (a fresh array). */

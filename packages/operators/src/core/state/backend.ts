@@ -3,7 +3,7 @@
 // synchronous interface (Flink's HashMapStateBackend versus EmbeddedRocksDBStateBackend).
 import type { Key } from "../api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf } from "../keys";
-import { bytesEqual, packValue, packValues, unpackValues } from "../snapshot-codec";
+import { bytesEqual, packValueView, packValues, unpackValues } from "../snapshot-codec";
 import { estimateBytes, MAP_ENTRY_OVERHEAD } from "./size";
 
 export type StateKind = "value" | "list" | "map";
@@ -402,7 +402,8 @@ class SnapshotColumns {
       if (keys.length > 1) keys.sort();
       const values: unknown[] = new Array(keys.length);
       for (let i = 0; i < keys.length; i++) values[i] = columns.stored(map.get(keys[i] as Key));
-      const pieces = values.map((v) => packValue(v));
+      // Views of the packer's buffer, copied into the group's bytes by joined() at once.
+      const pieces = values.map((v) => packValueView(v));
       columns.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
     });
     return columns;
@@ -526,7 +527,8 @@ class SnapshotColumns {
         count--;
       }
       if (v !== undefined) {
-        const p = packValue(this.stored(v));
+        // A view of the packer's buffer, copied into the group's bytes below.
+        const p = packValueView(this.stored(v));
         pieces[c] = p;
         size += p.byteLength;
         count++;
