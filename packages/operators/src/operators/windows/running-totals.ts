@@ -12,24 +12,26 @@
 // are used only while they are exact, so that the result is bit for bit the merge's: every
 // accumulator a safe integer (not -0) and the sum of their magnitudes below 2^53, which makes
 // every partial sum exact in any order. A float sum (amounts with cents) stays on the merge.
+import { growColumn } from "../../core/state";
 import type { Slot } from "./aggregate";
 
-/** Not known (new, restored or freed slot): recount at the next firing. */
-const UNKNOWN = 0;
-const EXACT = 1;
-/** Some accumulator is not exact: merge, as without totals, until the key's state is dropped. */
-const INEXACT = 2;
+/**
+ * A slot's bound (below) also says what its totals are: NaN not known (a new, restored or freed
+ * slot: recounted at its next firing); Infinity not exact (merge, as without totals, until the
+ * key's state is dropped); otherwise exact.
+ */
+const UNKNOWN = Number.NaN;
+const INEXACT = Number.POSITIVE_INFINITY;
 
 const LIMIT = Number.MAX_SAFE_INTEGER;
 
 const exact = (x: number): boolean => Number.isSafeInteger(x) && (x !== 0 || 1 / x > 0);
 
 export class RunningTotals {
-  /** By slot: the sum of each accumulator slot over all the key's slices (width per slot). */
-  private totals: Float64Array;
-  /** By slot: the sum of the accumulators' magnitudes (the bound on every partial sum). */
-  private bound: Float64Array;
-  private status: Uint8Array;
+  /** By slot: the sum of each accumulator slot over the key's sealed slices (width per slot). */
+  private totals = new Float64Array(0);
+  /** By slot: the sum of those accumulators' magnitudes (the bound on every partial sum), or UNKNOWN or INEXACT. */
+  private bound = new Float64Array(0);
   /** before()'s copy of the accumulator a record is about to change. */
   private readonly was: Float64Array;
 
@@ -41,20 +43,17 @@ export class RunningTotals {
     /** Where the first slice starts in the key's array. */
     private readonly header: number,
   ) {
-    this.totals = new Float64Array(64 * width);
-    this.bound = new Float64Array(64);
-    this.status = new Uint8Array(64);
     this.was = new Float64Array(width);
   }
 
-  /** Whether slot's totals may be used (the caller then calls windowInto rather than merging). */
+  /** Whether slot's totals may be used. */
   isExact(slot: number): boolean {
-    return slot < this.status.length && this.status[slot] === EXACT;
+    return (this.bound[slot] as number) <= LIMIT; // false for UNKNOWN, INEXACT and slots never seen
   }
 
   /** Forgets a slot: freed, or given restored state. */
   forget(slot: number): void {
-    if (slot < this.status.length) this.status[slot] = UNKNOWN;
+    if (slot < this.bound.length) this.bound[slot] = UNKNOWN;
   }
 
   /** Copies the accumulator at st[off] (or zeros for a slice being created) before a record changes that sealed slice. */
@@ -71,15 +70,14 @@ export class RunningTotals {
       const was = this.was[w] as number;
       const now = st[off + w] as number;
       if (!exact(now)) {
-        this.status[slot] = INEXACT;
+        this.bound[slot] = INEXACT;
         return;
       }
       b += Math.abs(now) - Math.abs(was);
       const i = slot * this.width + w;
       this.totals[i] = (this.totals[i] as number) + (now - was);
     }
-    this.bound[slot] = b;
-    if (b > LIMIT) this.status[slot] = INEXACT;
+    this.bound[slot] = b > LIMIT ? INEXACT : b;
   }
 
   /** Takes the slices at st[from, to) out of slot's totals: they are being purged. */
@@ -102,15 +100,19 @@ export class RunningTotals {
     if (this.isExact(slot) && upTo > from) this.fold(slot, st, from, upTo);
   }
 
-  /** Counts slot's totals from its slices starting at or before `sealed`; UNKNOWN becomes EXACT or INEXACT. No-op unless UNKNOWN. */
-  recount(slot: number, st: readonly Slot[], sealed: number): void {
+  /**
+   * Whether slot's totals may be used for a firing that seals up to `sealed`, counting them first
+   * from the slices starting at or before it when they are not known.
+   */
+  ready(slot: number, st: readonly Slot[], sealed: number): boolean {
     this.ensure(slot);
-    if (this.status[slot] !== UNKNOWN) return;
-    const base = slot * this.width;
-    for (let w = 0; w < this.width; w++) this.totals[base + w] = 0;
-    this.bound[slot] = 0;
-    this.status[slot] = EXACT;
-    this.fold(slot, st, Number.NEGATIVE_INFINITY, sealed);
+    if (Number.isNaN(this.bound[slot])) {
+      const base = slot * this.width;
+      for (let w = 0; w < this.width; w++) this.totals[base + w] = 0;
+      this.bound[slot] = 0;
+      this.fold(slot, st, Number.NEGATIVE_INFINITY, sealed);
+    }
+    return this.isExact(slot);
   }
 
   /** Adds the slices starting in (from, upTo] to an EXACT slot's totals, which it gives up at the first inexact one. */
@@ -124,15 +126,14 @@ export class RunningTotals {
       for (let w = 0; w < this.width; w++) {
         const x = st[j + 1 + w] as number;
         if (!exact(x)) {
-          this.status[slot] = INEXACT;
+          this.bound[slot] = INEXACT;
           return;
         }
         this.totals[base + w] = (this.totals[base + w] as number) + x;
         b += Math.abs(x);
       }
     }
-    this.bound[slot] = b;
-    if (b > LIMIT) this.status[slot] = INEXACT;
+    this.bound[slot] = b > LIMIT ? INEXACT : b;
   }
 
   /**
@@ -153,7 +154,7 @@ export class RunningTotals {
   }
 
   bytes(): number {
-    return this.totals.byteLength + this.bound.byteLength + this.status.byteLength;
+    return this.totals.byteLength + this.bound.byteLength;
   }
 
   private subtract(scratch: Slot[], st: readonly Slot[], j: number): void {
@@ -161,17 +162,9 @@ export class RunningTotals {
   }
 
   private ensure(slot: number): void {
-    if (slot < this.status.length) return;
-    let n = this.status.length;
-    while (n <= slot) n *= 2;
-    const totals = new Float64Array(n * this.width);
-    totals.set(this.totals);
-    this.totals = totals;
-    const bound = new Float64Array(n);
-    bound.set(this.bound);
-    this.bound = bound;
-    const status = new Uint8Array(n);
-    status.set(this.status);
-    this.status = status;
+    if (slot < this.bound.length) return;
+    const capacity = 2 ** Math.ceil(Math.log2(Math.max(64, slot + 1)));
+    this.totals = growColumn(this.totals, capacity, this.width);
+    this.bound = growColumn(this.bound, capacity, 1, UNKNOWN);
   }
 }

@@ -380,8 +380,7 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     const scratch = this.scratch;
     const totals = this.table?.totals;
     let found = false;
-    if (totals !== undefined && slot >= 0) totals.recount(slot, st, sealed);
-    if (totals !== undefined && slot >= 0 && totals.isExact(slot)) found = totals.windowInto(scratch, slot, st, start, end, sealed);
+    if (totals !== undefined && slot >= 0 && totals.ready(slot, st, sealed)) found = totals.windowInto(scratch, slot, st, start, end, sealed);
     else {
       // Oldest first, so that merges run in time order (a float sum's rounding is then fixed).
       for (let j = st.length - this.stride; j >= HEADER; j -= this.stride) {
