@@ -131,9 +131,10 @@ export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
   stateRetention?(params: z.infer<P>): StateRetention;
   /**
    * For operators whose heap storage (an adopted table) keeps in its own schedule what their handle
-   * storage holds as event-time timers: those timers as a function of one key's stored state. Heap snapshots leave them out, since listing every key's timer at every
-   * checkpoint cost more than packing the state that changed; a restore where the handle storage
-   * runs (another backend) derives them from the restored state, and queryable state lists them.
+   * storage holds as event-time timers: those timers as a function of one key's stored state. Heap
+   * snapshots leave them out, since listing every key's timer at every checkpoint cost more than
+   * packing the state that changed; a restore where the handle storage runs (another backend)
+   * derives them from the restored state, and queryable state lists them.
    */
   impliedTimers?(params: z.infer<P>): ImpliedTimers;
   /** Upgrades params written for an older version. */

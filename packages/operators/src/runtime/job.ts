@@ -139,9 +139,10 @@ export class LocalJob {
    * record for that operator on another input or for a node downstream of it; anything added to the
    * emissions (sink records, dead letters, in order) or sent to another task; and every public call
    * that reads or changes the job otherwise (drain, snapshot, metrics...). Nodes upstream of it or
-   * on other branches may run meanwhile: nothing they do reads its state. So the output, its order, the watermarks, the
-   * late/dead-letter routing and every snapshot are those of record-by-record delivery; a source
-   * poll's records between two watermark advances become one batch. Held values are not copied:
+   * on other branches may run meanwhile: nothing they do reads its state. So the output, its
+   * order, the watermarks, the late/dead-letter routing and every snapshot are those of
+   * record-by-record delivery; a source poll's records between two watermark advances become one
+   * batch. Held values are not copied:
    * like every consumer of emitted records, this relies on no operator changing a value after
    * emitting it.
    */
