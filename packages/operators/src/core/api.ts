@@ -96,6 +96,8 @@ export interface TimerService {
 /** Given to open(): where an operator declares its state. */
 export interface RuntimeContext {
   nodeId: string;
+  /** The operator's event-time watermark (at open: a restored snapshot's), for state derived from it. */
+  currentWatermark(): number;
   getValueState<T>(descriptor: ValueStateDescriptor<T>): ValueState<T>;
   getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T>;
   getMapState<V>(descriptor: MapStateDescriptor<V>): MapState<V>;

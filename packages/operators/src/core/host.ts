@@ -547,9 +547,12 @@ export class OperatorHost {
    */
   stateStats(): StateStats {
     const s = this.backend.stats();
-    const timers = this.eventTimers.size + this.processingTimers.size;
-    if (timers === 0) this.timerOnlyKeys = 0;
-    else if (timers <= TIMERS_COUNTED_EACH_TIME || this.timerOnlyAge++ % TIMER_KEYS_RECOUNT === 0) {
+    let timers = this.eventTimers.size + this.processingTimers.size;
+    const queued = timers;
+    for (const t of this.backend.tables()) timers += (t as AdoptedTable).impliedTimerCount?.() ?? 0;
+    // Implied timers belong to keys with state: only queued ones can make timer-only keys.
+    if (queued === 0) this.timerOnlyKeys = 0;
+    else if (queued <= TIMERS_COUNTED_EACH_TIME || this.timerOnlyAge++ % TIMER_KEYS_RECOUNT === 0) {
       const timerKeys = this.eventTimers.keys();
       for (const k of this.processingTimers.keys()) timerKeys.add(k);
       // A lookup per timer key, not a set of every state key.

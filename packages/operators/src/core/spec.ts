@@ -136,7 +136,7 @@ export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
    * packing the state that changed; a restore where the handle storage runs (another backend)
    * derives them from the restored state, and queryable state lists them.
    */
-  impliedTimers?(params: z.infer<P>): ImpliedTimers;
+  impliedTimers?(params: z.infer<P>): ImpliedTimers | undefined;
   /** Upgrades params written for an older version. */
   migrate?(params: Record<string, unknown>, fromVersion: number): Record<string, unknown>;
   /**

@@ -185,6 +185,8 @@ export interface AdoptedTable extends StateTable<unknown> {
   load(entries: ReadonlyArray<readonly [Key, unknown]>): void;
   /** The heap bytes of the whole table when the table knows them better than a per-entry estimate. */
   estimatedBytes?(): number;
+  /** The event-time timers the table leaves implied in its state (OperatorSpec.impliedTimers): counted with the queued ones. */
+  impliedTimerCount?(): number;
   /**
    * A table that reports every change of a key's stored value keeps its packed columns between
    * snapshots as the heap's own tables do (see KeptColumns): the backend then snapshots it in the

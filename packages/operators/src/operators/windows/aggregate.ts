@@ -2,7 +2,8 @@
 // getResult). Accumulators are small JSON values, so a pane or slice costs a few bytes and no
 // raw record is ever buffered; only distinctCount keeps a set, which its result requires.
 import { z } from "zod";
-import type { JsonObject, JsonValue } from "../../core/api";
+import type { Collector, JsonObject, JsonValue } from "../../core/api";
+import { errorRecord } from "../side-outputs";
 import { fieldName } from "../../expr/params";
 import { notANumberMessage, readField, readNumber } from "../shared/fields";
 
@@ -60,6 +61,24 @@ export interface AggregateFunction {
 /** Why a record has no input for the aggregate. */
 export class Invalid {
   constructor(readonly message: string) {}
+}
+
+/**
+ * What every window operator does first with a record: `late` when the last window it could join is
+ * purged (its cleanup time <= the watermark), `errors` when it has no input for the aggregate;
+ * otherwise its input. Undefined: the record went to that side output.
+ */
+export function admitToWindow(record: JsonObject, ctx: Collector, nodeId: string, agg: AggregateFunction, cleanup: number, watermark: number): number | string | undefined {
+  if (cleanup <= watermark) {
+    ctx.sideOutput("late", record);
+    return undefined;
+  }
+  const input = agg.input(record);
+  if (input instanceof Invalid) {
+    ctx.sideOutput("errors", errorRecord(nodeId, input.message, record));
+    return undefined;
+  }
+  return input;
 }
 
 /** The distinct-value key: JSON types stay apart ("1" and 1 are two values), prefixes keep `__proto__` harmless. */

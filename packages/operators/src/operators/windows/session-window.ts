@@ -3,8 +3,7 @@
 // accumulators merged too (no raw records kept). Each key keeps one timer, at its next firing
 // (session end − 1) or purge (session end − 1 + allowedLateness).
 import { valueState, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
-import { errorRecord } from "../side-outputs";
-import { aggregateFunction, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
+import { admitToWindow, aggregateFunction, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
 /**
@@ -71,15 +70,8 @@ export class SessionWindowOperator implements Operator {
       }
     }
     // Late when even the merged session is past its allowed lateness (Flink: isWindowLate after merging).
-    if (cleanupTime(end, lateness) <= wm) {
-      ctx.sideOutput("late", record.value);
-      return;
-    }
-    const input = this.agg.input(record.value);
-    if (input instanceof Invalid) {
-      ctx.sideOutput("errors", errorRecord(this.nodeId, input.message, record.value));
-      return;
-    }
+    const input = admitToWindow(record.value, ctx, this.nodeId, this.agg, cleanupTime(end, lateness), wm);
+    if (input === undefined) return;
 
     // The merged accumulator, built in scratch, then written over the merged sessions.
     const scratch = this.scratch;

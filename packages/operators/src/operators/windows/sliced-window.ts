@@ -6,12 +6,13 @@
 // a *window* [end − size, end) covers size ÷ step consecutive slices; it *fires* when the watermark
 // reaches end − 1 and is *purged* at end − 1 + allowedLateness (trigger.ts).
 import { valueState, type BatchContext, type Key, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState, type WatermarkContext } from "../../core/api";
+import type { ImpliedTimers } from "../../core/spec";
 import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
-import { errorRecord } from "../side-outputs";
-import { aggregateFunction, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
+import { admitToWindow, aggregateFunction, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import { RunningTotals } from "./running-totals";
+import { SliceColumns } from "./slice-columns";
 import { SliceTable } from "./slice-table";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
@@ -42,7 +43,26 @@ const LOOKUP_CHUNK = 128;
  */
 const TOTALS_FROM_SLICES = 8;
 
+/**
+ * Counts over windows of this many slices or more keep their slices by time on the heap
+ * (slice-columns.ts): a column per slice, indexed by key slot, and the operator's own firing.
+ */
+export const COLUMNS_FROM_SLICES = 1;
+
+/** Whether the heap keeps this window's slices in columns (SliceColumns) rather than per key. */
+export const keepsSliceColumns = (sizeMs: number, slideMs: number, aggregate: AggregateParams): boolean =>
+  aggregate.op === "count" && sizeMs / new SliceAssigner(sizeMs, slideMs).step >= COLUMNS_FROM_SLICES;
+
 export const SLICES_STATE = valueState<SliceState>("slices");
+
+/**
+ * The window specs' impliedTimers: where the heap keeps the slices in columns, it fires them from
+ * the watermark and registers no timer; each key's is implied by its stored slices (their first slot).
+ */
+export function sliceColumnsTimers(sizeMs: number, slideMs: number, aggregate: AggregateParams): ImpliedTimers | undefined {
+  if (!keepsSliceColumns(sizeMs, slideMs, aggregate)) return undefined;
+  return { state: SLICES_STATE.name, namespaces: [WINDOW_TIMER], of: (_key, stored) => ((stored as SliceState)[T] === NO_TIME ? [] : [[(stored as SliceState)[T] as number, WINDOW_TIMER]]) };
+}
 
 const at = (st: SliceState, i: number): number => st[i] as number;
 
@@ -71,13 +91,15 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
    * changed in place; otherwise undefined, and `state`, the generic handle, written back on change.
    */
   private table: SliceTable | undefined;
+  /** On the heap, for counts over many slices (keepsSliceColumns): the slices by time, fired by onWatermark. */
+  private columns: SliceColumns | undefined;
   private state!: ValueState<SliceState>;
 
   constructor(
     private readonly nodeId: string,
     sizeMs: number,
     slideMs: number,
-    aggregate: AggregateParams,
+    private readonly aggregate: AggregateParams,
     private readonly allowedLatenessMs: number,
     /** Stage 1 of a two-stage aggregation: emit the mergeable accumulator (see combine.ts). */
     private readonly partial = false,
@@ -96,7 +118,9 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
   }
 
   open(ctx: RuntimeContext): void {
-    if (ctx.adoptState !== undefined) {
+    if (ctx.adoptState !== undefined && keepsSliceColumns(this.size, this.slide, this.aggregate)) {
+      this.columns = new SliceColumns(SLICES_STATE.name, ctx.adoptState, this.nodeId, this.size, this.slide, this.agg, this.allowedLatenessMs, this.partial, this.aggregate.field !== undefined, ctx.currentWatermark());
+    } else if (ctx.adoptState !== undefined) {
       const slicesPerWindow = this.size / this.assigner.step;
       const totals = this.agg.additive && slicesPerWindow >= TOTALS_FROM_SLICES ? new RunningTotals(this.agg.width, this.stride, HEADER) : undefined;
       this.table = new SliceTable(SLICES_STATE.name, ctx.adoptState, totals);
@@ -105,7 +129,12 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
   }
 
   processElement(record: StreamRecord, ctx: ProcessContext): void {
-    this.process(record, ctx, -1);
+    if (this.columns !== undefined) this.columns.process(record, ctx);
+    else this.process(record, ctx, -1);
+  }
+
+  onWatermark(watermark: number, ctx: WatermarkContext): void {
+    this.columns?.onWatermark(watermark, ctx);
   }
 
   /**
@@ -115,6 +144,10 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
    * looked up again (an earlier record of the chunk may have added it).
    */
   processBatch(records: readonly StreamRecord[], from: number, to: number, ctx: BatchContext): void {
+    if (this.columns !== undefined) {
+      this.columns.processBatch(records, from, to, ctx);
+      return;
+    }
     if (this.table === undefined) {
       for (let i = from; i < to; i++) {
         const r = records[i] as StreamRecord;
@@ -171,16 +204,9 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     const lastEnd = a.lastEnd(s);
     const firstEnd = a.firstEnd(s);
     const wm = ctx.timerService.currentWatermark();
-    // Late for every window it belongs to: the last of them is already purged.
-    if (cleanupTime(lastEnd, lateness) <= wm) {
-      ctx.sideOutput("late", record.value);
-      return;
-    }
-    const input = this.agg.input(record.value);
-    if (input instanceof Invalid) {
-      ctx.sideOutput("errors", errorRecord(this.nodeId, input.message, record.value));
-      return;
-    }
+    // Late for every window it belongs to when the last of them is already purged.
+    const input = admitToWindow(record.value, ctx, this.nodeId, this.agg, cleanupTime(lastEnd, lateness), wm);
+    if (input === undefined) return;
 
     const W = this.stride;
     const table = this.table;

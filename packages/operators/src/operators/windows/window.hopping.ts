@@ -7,7 +7,7 @@ import { durationMs, formatDuration } from "../../pipeline/durations";
 import { gcd } from "./assigners";
 import { aggregateParams, AGGREGATE_DOCS, allowedLatenessParam, checkAggregateField, LATENESS_DOCS, WINDOW_OUTPUT_FIELDS, windowInputs, windowOutputs } from "./params";
 import { PARTIAL_DOCS, PARTIAL_OUTPUT_FIELDS, partialParam } from "./combine";
-import { SlicedWindowOperator } from "./sliced-window";
+import { SlicedWindowOperator, sliceColumnsTimers } from "./sliced-window";
 
 export const windowHoppingParams = z.strictObject({
   sizeMs: durationMs().describe("Window length (ms, or e.g. \"1h\")"),
@@ -50,9 +50,15 @@ Each key emits one result per window that holds any of its records.
 window sliding every minute); a window's result is merged from its slices when it fires. A record updates one
 slice, not 60 windows, and a key keeps only the slices that hold data: state grows with slices, not with
 size ÷ slide (the seeds' 10 M keys × 60 windows = 600 M entries case). Choose a slide that divides the size:
-otherwise the slices shrink to their gcd. On the heap backend, a \`count\`, \`sum\` or \`avg\` over windows of 8
-slices or more also keeps each key's running total, so a firing reads two slices instead of merging all of them;
-results are the same bit for bit (a sum of fractions, which rounds, is merged as before).
+otherwise the slices shrink to their gcd. On the heap backend:
+- a \`count\` keeps its slices by time: one list of per-key counts per slice (only the keys with records in it), and
+  each key's running count of the window being built. A record adds 1 to the newest list; a window end adds the
+  newest slice to every key's count, emits it (in key order) and takes out the slice the next window leaves.
+- a \`sum\` or \`avg\` over windows of 8 slices or more keeps each key's running total, so a firing reads two
+  slices instead of merging all of them.
+
+Results are the same bit for bit as merging every slice (a sum of fractions, which rounds, is merged as before),
+and so are snapshots: a restore on another backend continues exactly.
 
 ${AGGREGATE_DOCS}
 
@@ -80,5 +86,6 @@ would leave gaps, and a record in a gap would belong to no window (filter the st
     }
     return issues;
   },
+  impliedTimers: (p) => sliceColumnsTimers(p.sizeMs, p.slideMs, p.aggregate),
   create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.slideMs, p.aggregate, p.allowedLatenessMs, p.partial === true),
 });

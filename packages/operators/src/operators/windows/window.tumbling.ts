@@ -5,7 +5,7 @@ import { defineOperator } from "../../core/spec";
 import { durationMs } from "../../pipeline/durations";
 import { aggregateParams, AGGREGATE_DOCS, allowedLatenessParam, checkAggregateField, LATENESS_DOCS, WINDOW_OUTPUT_FIELDS, windowInputs, windowOutputs } from "./params";
 import { PARTIAL_DOCS, PARTIAL_OUTPUT_FIELDS, partialParam } from "./combine";
-import { SlicedWindowOperator } from "./sliced-window";
+import { SlicedWindowOperator, sliceColumnsTimers } from "./sliced-window";
 
 export const windowTumblingParams = z.strictObject({
   sizeMs: durationMs().describe("Window length (ms, or e.g. \"1m\", \"1h\"); windows are aligned to the epoch: [k·size, (k+1)·size) in UTC"),
@@ -32,7 +32,9 @@ ${LATENESS_DOCS}
 ${PARTIAL_DOCS}
 
 **State.** Per key, one accumulator per window not yet purged (usually one; a few under out-of-order input)
-and one timer.`,
+and one timer. On the heap backend a \`count\` keeps its windows by time instead: one list of per-key counts per
+window, fired in key order when the watermark passes its end (the same results and snapshots, and its timers are
+implied by the snapshot's state).`,
   params: windowTumblingParams,
   inputs: windowInputs,
   outputs: windowOutputs,
@@ -41,5 +43,6 @@ and one timer.`,
   outputFields: (p) => (p.partial === true ? PARTIAL_OUTPUT_FIELDS : WINDOW_OUTPUT_FIELDS),
   stateRetention: (p) => ({ windowMs: p.sizeMs + p.allowedLatenessMs, freedByTimers: true }),
   check: (p, ctx) => checkAggregateField(p.aggregate, ctx),
+  impliedTimers: (p) => sliceColumnsTimers(p.sizeMs, p.sizeMs, p.aggregate),
   create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.sizeMs, p.aggregate, p.allowedLatenessMs, p.partial === true),
 });

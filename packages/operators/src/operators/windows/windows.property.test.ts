@@ -5,9 +5,11 @@ import type { JsonObject, StreamRecord } from "../../core/api";
 import { OperatorHost } from "../../core/host";
 import { keyGroupOf, type KeyGroupRange } from "../../core/keys";
 import type { OperatorSpec } from "../../core/spec";
-import { HeapKeyedStateBackend } from "../../core/state";
+import { decodeSnapshot } from "../../core/snapshot-codec";
+import type { ImpliedTimers } from "../../core/spec";
+import { HeapKeyedStateBackend, tablesFromSnapshot } from "../../core/state";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
-import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
+import { timersFromSnapshot, type FiresTimerBatches, type TimerBatch, type TimersSnapshot } from "../../core/timers";
 import { OperatorTestHarness, type HarnessOptions } from "../../testing";
 import { referenceRun, type RefAggregate, type RefEvent, type RefWindows } from "./reference.testkit";
 import { gcd } from "./assigners";
@@ -362,6 +364,44 @@ describe("window operators against the reference model", () => {
         expect(batchedRun(c, ooo, events, "heap", cuts)).toEqual(batchedRun(c, ooo, events, "heap-map"));
       }),
       { numRuns: 400 },
+    );
+  });
+
+  it("counts kept by time (the heap's slice columns) snapshot exactly the per-key slices and timers of the handle storage, at any record", () => {
+    // The columns' stored form is built from them at each snapshot, and their timers are left implied
+    // in it (sliceColumnsTimers): both must equal what the key-major handle storage holds and queues.
+    const arb = slotTableScenario({ cut: fc.nat() }, { lateness: 20, ooo: 30, minEvents: 1 }).filter(({ c }) => (c.params.aggregate as RefAggregate).op === "count");
+    const stateOf = (bytes: Uint8Array): { entries: Array<[string, unknown]>; timers: Array<[number, string, string]> } => {
+      const snap = decodeSnapshot(bytes) as { state: Parameters<typeof tablesFromSnapshot>[0]; eventTimers: TimersSnapshot };
+      const entries = tablesFromSnapshot(snap.state).flatMap((t) => t.entries.map(([k, v]) => [k, v] as [string, unknown]));
+      return { entries: entries.sort((a, b) => (a[0] < b[0] ? -1 : 1)), timers: timersFromSnapshot(snap.eventTimers).map(([t, ns, k]) => [t, ns, k] as [number, string, string]) };
+    };
+    const byTimer = (a: [number, string, string], b: [number, string, string]): number => a[0] - b[0] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0);
+    fc.assert(
+      fc.property(arb, ({ c, ooo, events, cut }) => {
+        const spec = specs[c.type];
+        const implied = spec.impliedTimers?.(spec.params.parse(c.params));
+        expect(implied).toBeDefined();
+        const at = cut % events.length;
+        const snapshots = (["heap", "heap-map"] as const).map((storage) => {
+          const h = OperatorTestHarness.forSpec(spec, c.params, storageOpts(storage));
+          let maxTs = Number.NEGATIVE_INFINITY;
+          for (const [e, k] of events.slice(0, at)) {
+            h.host.processBatch([{ value: e.value, timestamp: e.ts, key: `k${k}` }]);
+            if (e.ts > maxTs) {
+              maxTs = e.ts;
+              h.processWatermark(maxTs - ooo - 1);
+            }
+          }
+          return stateOf(h.snapshot());
+        });
+        const [columns, perKey] = snapshots as [ReturnType<typeof stateOf>, ReturnType<typeof stateOf>];
+        expect(columns.entries).toEqual(perKey.entries);
+        expect(columns.timers).toEqual([]);
+        const impliedTimers = columns.entries.flatMap(([k, v]) => (implied as ImpliedTimers).of(k, v).map(([t, ns]) => [t, ns, k] as [number, string, string]));
+        expect(impliedTimers.sort(byTimer)).toEqual([...perKey.timers].sort(byTimer));
+      }),
+      { numRuns: 300 },
     );
   });
 
