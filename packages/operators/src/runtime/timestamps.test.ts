@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { eventTimeOf, parseIsoTimestamp } from "./timestamps";
+import { eventTimeOf, MAX_EVENT_TIME, parseIsoTimestamp } from "./timestamps";
 
 describe("event time extraction", () => {
   it("reads epoch milliseconds", () => {
@@ -28,5 +28,13 @@ describe("event time extraction", () => {
     expect(eventTimeOf(null)).toMatch(/is null/);
     expect(eventTimeOf("yesterday")).toMatch(/"yesterday", neither epoch milliseconds nor an ISO-8601 date-time/);
     expect(eventTimeOf({ a: 1 })).toMatch(/an object/);
+  });
+
+  it("refuses times past the dates epoch milliseconds can name, where time arithmetic stops being exact", () => {
+    expect(eventTimeOf(MAX_EVENT_TIME)).toBe(MAX_EVENT_TIME);
+    expect(eventTimeOf(-MAX_EVENT_TIME)).toBe(-MAX_EVENT_TIME);
+    expect(eventTimeOf(MAX_EVENT_TIME + 1)).toMatch(/is 8640000000000001, outside the dates epoch milliseconds can name/);
+    expect(eventTimeOf("9007199254740992")).toMatch(/is 9007199254740992, outside/);
+    expect(eventTimeOf(1e300)).toMatch(/outside/);
   });
 });

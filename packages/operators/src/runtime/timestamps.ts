@@ -41,15 +41,27 @@ export function parseIsoTimestamp(s: string): number | undefined {
   return fixed - offsetMin * 60_000;
 }
 
+/**
+ * The event times a record may have: those of a Date (±8.64e15 ms, years −271821 to 275760). Past
+ * them time arithmetic stops being exact (2^53 is 9.007e15): a window's end could equal its start.
+ */
+export const MAX_EVENT_TIME = 8.64e15;
+
+const outOfRange = (t: number): string => `is ${t}, outside the dates epoch milliseconds can name (±${MAX_EVENT_TIME}, years −271821 to 275760)`;
+
 /** A record's event time, or the reason it has none (phrased to follow "timestamp field \"ts\" "). */
 export function eventTimeOf(v: JsonValue | undefined): number | string {
   if (v === undefined) return "is missing";
   if (typeof v === "number") {
     if (!Number.isFinite(v)) return `is ${v}, not a finite number of epoch milliseconds`;
+    if (Math.abs(v) > MAX_EVENT_TIME) return outOfRange(v);
     return Math.floor(v);
   }
   if (typeof v === "string") {
-    if (/^-?\d{1,16}$/.test(v)) return Number(v);
+    if (/^-?\d{1,16}$/.test(v)) {
+      const t = Number(v);
+      return Math.abs(t) > MAX_EVENT_TIME ? outOfRange(t) : t;
+    }
     const t = parseIsoTimestamp(v.trim());
     return t === undefined ? `is ${JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}…` : v)}, neither epoch milliseconds nor an ISO-8601 date-time` : t;
   }

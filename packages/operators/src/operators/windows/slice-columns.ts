@@ -29,6 +29,9 @@ const T = 0;
 const F = 1;
 const HEADER = 2;
 
+/** Column.olderGap's mark for a gap of 2^31 − 1 slices or more, kept exactly aside. */
+const FAR_GAP = 0x7fffffff;
+
 /** Purged columns kept for reuse: a few slides' worth. */
 const SPARE_COLUMNS = 4;
 
@@ -48,16 +51,25 @@ class Column {
   slots: Int32Array;
   n: Float64Array;
   acc: Float64Array | undefined;
-  olderStart: Float64Array;
+  /** The key's older cell: how many slices older (FAR: see `far`), and its position there (NONE: no older cell). */
+  private olderGap: Int32Array;
   olderPos: Int32Array;
+  /** The older cell's start where the gap does not fit an int32 (a clock-skewed record years ahead), by position. */
+  private far: Map<number, number> | undefined;
   size = 0;
 
-  constructor(start: number, withAcc: boolean, capacity: number) {
+  constructor(
+    start: number,
+    /** The slice length: starts are its multiples. */
+    private readonly step: number,
+    withAcc: boolean,
+    capacity: number,
+  ) {
     this.start = start;
     this.slots = new Int32Array(capacity);
     this.n = new Float64Array(capacity);
     this.acc = withAcc ? new Float64Array(capacity) : undefined;
-    this.olderStart = new Float64Array(capacity);
+    this.olderGap = new Int32Array(capacity);
     this.olderPos = new Int32Array(capacity);
   }
 
@@ -68,16 +80,34 @@ class Column {
     this.slots[i] = slot;
     this.n[i] = records;
     if (this.acc !== undefined) this.acc[i] = value;
-    this.olderStart[i] = olderStart;
-    this.olderPos[i] = olderPos;
     this.size = i + 1;
+    this.link(i, olderStart, olderPos);
     return i;
+  }
+
+  /** Links cell i to its key's older cell, at olderPos in the column starting at olderStart (NONE: no older cell). */
+  link(i: number, olderStart: number, olderPos: number): void {
+    this.olderPos[i] = olderPos;
+    if (olderPos === NONE) return;
+    const gap = (this.start - olderStart) / this.step;
+    if (gap < FAR_GAP) this.olderGap[i] = gap;
+    else {
+      this.olderGap[i] = FAR_GAP;
+      (this.far ??= new Map()).set(i, olderStart);
+    }
+  }
+
+  /** The start of the column holding cell i's older cell (meaningful when olderPos[i] is not NONE). */
+  olderStart(i: number): number {
+    const gap = this.olderGap[i] as number;
+    return gap === FAR_GAP ? (this.far?.get(i) as number) : this.start - gap * this.step;
   }
 
   /** Empties a purged column to serve as slice `start`, keeping its arrays. */
   reuse(start: number): Column {
     this.start = start;
     this.size = 0;
+    this.far = undefined;
     return this;
   }
 
@@ -93,12 +123,12 @@ class Column {
     this.slots = grown(this.slots, new Int32Array(cap));
     this.n = grown(this.n, new Float64Array(cap));
     if (this.acc !== undefined) this.acc = grown(this.acc, new Float64Array(cap));
-    this.olderStart = grown(this.olderStart, new Float64Array(cap));
+    this.olderGap = grown(this.olderGap, new Int32Array(cap));
     this.olderPos = grown(this.olderPos, new Int32Array(cap));
   }
 
   bytes(): number {
-    return this.slots.byteLength + this.n.byteLength + (this.acc?.byteLength ?? 0) + this.olderStart.byteLength + this.olderPos.byteLength;
+    return this.slots.byteLength + this.n.byteLength + (this.acc?.byteLength ?? 0) + this.olderGap.byteLength + this.olderPos.byteLength;
   }
 }
 
@@ -168,6 +198,9 @@ export class SliceColumns {
   private touched = 0;
   private readonly leaving: Column[] = [];
   private readonly scratch: Slot[] = [0];
+  /** fireAgain's copy of a key's cells. */
+  private readonly cellStarts: number[] = [];
+  private readonly cellValues: number[] = [];
 
   constructor(
     name: string,
@@ -237,8 +270,29 @@ export class SliceColumns {
     let e = firstUnpurged + floorMod(this.size - firstUnpurged, this.slide);
     const firstEnd = a.firstEnd(s);
     if (e < firstEnd) e = firstEnd;
-    for (; e <= lastEnd && e - 1 <= wm; e += this.slide) this.emitWindow(ctx, key, e, this.windowSum(slot, e));
+    if (e <= lastEnd && e - 1 <= wm) this.fireAgain(slot, key, e, Math.min(lastEnd, e + floorTo(wm + 1 - e, this.slide)), ctx);
     if (wm > (this.fired[slot] as number)) this.fired[slot] = wm;
+  }
+
+  /** Emits again the key's windows ending from `first` to `last` (every slide): a late record changed them. */
+  private fireAgain(slot: number, key: Key, first: number, last: number, ctx: Collector): void {
+    // The key's cells read once (a walk of its links), then each window summed from them.
+    const starts = this.cellStarts;
+    const values = this.cellValues;
+    let n = 0;
+    this.eachCell(slot, (start, value) => {
+      if (start >= last) return;
+      starts[n] = start;
+      values[n++] = value;
+    });
+    for (let e = first; e <= last; e += this.slide) {
+      let v = 0;
+      for (let j = 0; j < n; j++) {
+        const start = starts[j] as number;
+        if (start < e && start >= e - this.size) v += values[j] as number;
+      }
+      this.emitWindow(ctx, key, e, v);
+    }
   }
 
   /** Adds a record of slice s counting `value` to slot's cell there, which is not the key's newest. */
@@ -256,8 +310,8 @@ export class SliceColumns {
     let c = this.columnAt(newest);
     let i = newestPos;
     for (;;) {
-      const olderStart = c.olderStart[i] as number;
       const olderPos = c.olderPos[i] as number;
+      const olderStart = olderPos === NONE ? NO_TIME : c.olderStart(i);
       const older = olderPos === NONE ? undefined : this.liveColumn(olderStart);
       if (older !== undefined && olderStart === s) {
         older.n[olderPos] = (older.n[olderPos] as number) + 1;
@@ -265,10 +319,10 @@ export class SliceColumns {
         this.cells[slot] = (this.cells[slot] as number) - 1;
         return;
       }
+      if (older !== undefined && !(olderStart < c.start)) throw this.outOfStep(`key ${JSON.stringify(this.slots.keyAt(slot))}'s slices link from ${c.start} to ${olderStart}`);
       if (older === undefined || olderStart < s) {
         const at = this.columnAt(s).append(slot, 1, value, older === undefined ? NO_TIME : olderStart, older === undefined ? NONE : olderPos);
-        c.olderStart[i] = s;
-        c.olderPos[i] = at;
+        c.link(i, s, at);
         return;
       }
       c = older;
@@ -290,8 +344,12 @@ export class SliceColumns {
       const c = this.liveColumn(start);
       if (c === undefined) return;
       fn(start, (c.acc ?? c.n)[i] as number);
-      start = c.olderStart[i] as number;
-      i = c.olderPos[i] as number;
+      const older = c.olderPos[i] as number;
+      if (older !== NONE) {
+        start = c.olderStart(i);
+        if (!(start < c.start)) throw this.outOfStep(`key ${JSON.stringify(this.slots.keyAt(slot))}'s slices link from ${c.start} to ${start}`);
+      }
+      i = older;
     }
   }
 
@@ -319,9 +377,12 @@ export class SliceColumns {
     const lo = this.firstColumnFrom(s);
     let c = cols[lo];
     if (c === undefined || c.start !== s) {
-      // Sized as the newest column and an eighth: slides of a steady stream hold about as many keys.
-      const newest = cols[cols.length - 1]?.size ?? 0;
-      c = this.spare.pop()?.reuse(s) ?? new Column(s, this.withAcc, Math.max(16, newest + (newest >>> 3)));
+      // The slice after the newest: sized as the newest and an eighth, since slices of a steady stream
+      // hold about as many keys. Any other (a late or far-future record's) starts small.
+      const newest = cols[cols.length - 1];
+      const size = newest !== undefined && s > newest.start && s - newest.start <= this.slide ? newest.size : 0;
+      // A purged column's arrays go to the next slice only: not to an outlier, which may keep them for years.
+      c = (size > 0 ? this.spare.pop()?.reuse(s) : undefined) ?? new Column(s, this.assigner.step, this.withAcc, Math.max(16, size + (size >>> 3)));
       cols.splice(lo, 0, c);
     }
     this.recent = c;
@@ -341,16 +402,6 @@ export class SliceColumns {
     return lo;
   }
 
-  /** Slot's value in window [end − size, end), from its cells (counts: exact in any order). */
-  private windowSum(slot: number, end: number): number {
-    let v = 0;
-    const start = end - this.size;
-    this.eachCell(slot, (s, x) => {
-      if (s >= start && s < end) v += x;
-    });
-    return v;
-  }
-
   /** Emits window [end − size, end) of `key`: its count, or (stage 1 of a two-stage aggregation) its accumulator. */
   private emitWindow(out: Collector, key: Key, end: number, value: number): void {
     const start = end - this.size;
@@ -368,13 +419,16 @@ export class SliceColumns {
       let e: number;
       if (this.activeCount + this.freshCount > 0) {
         e = this.lastEnd + this.slide;
-        // Listed keys have records in the next window: a broken count would otherwise fire forever at +∞.
-        if (this.columns[this.firstColumnFrom(e - this.size)] === undefined) throw new Error(`node "${this.nodeId}": window state out of step: keys are listed for the window ending ${e} but no slice of it is kept`);
+        // Listed keys have records in the slices the next window shares with the last: a broken count
+        // would otherwise fire forever at +∞.
+        const shared = this.columns[this.firstColumnFrom(e - this.size)];
+        if (shared === undefined || shared.start >= this.lastEnd) throw this.outOfStep(`keys are listed for the window ending ${e} but none of its fired slices is kept`);
       } else {
         // Nothing in the window being built: jump to the first window of the oldest unfired slice.
         const c = this.columns[this.firstColumnFrom(this.lastEnd)];
         if (c === undefined) break;
         e = this.assigner.firstEnd(c.start);
+        if (!(e > this.lastEnd && e > c.start)) throw this.outOfStep(`the slice at ${c.start} has no window ending after ${this.lastEnd}`);
       }
       if (e - 1 > wm) break;
       this.fireAt(e, ctx);
@@ -382,6 +436,11 @@ export class SliceColumns {
     const L = this.endAtOrBefore(wm + 1);
     if (L > this.lastEnd) this.lastEnd = L;
     this.purge(wm);
+  }
+
+  /** An internal invariant broke: an error naming the node, rather than a loop that never ends. */
+  private outOfStep(what: string): Error {
+    return new Error(`node "${this.nodeId}": window state out of step: ${what}`);
   }
 
   /** The last window end at or before t (ends are k·slide + size). */
@@ -580,6 +639,7 @@ export class SliceColumns {
   private bytes(): number {
     let b = this.slots.bytes() + this.fired.byteLength * (this.withAcc ? 4 : 3) + this.newestPos.byteLength + this.cells.byteLength + this.listed.byteLength + 4 * (this.active.length + this.fresh.length + this.merged.length);
     for (const c of this.columns) b += c.bytes();
+    for (const c of this.spare) b += c.bytes();
     return b;
   }
 }

@@ -1,6 +1,7 @@
 // Unit tests of the window operators: the rules the property tests do not pin down by example.
 import { describe, expect, it } from "vitest";
 import type { JsonObject } from "../../core/api";
+import { HeapKeyedStateBackend } from "../../core/state";
 import { OperatorTestHarness, type HarnessOutput } from "../../testing";
 import { SliceAssigner } from "./assigners";
 import { SlicedWindowOperator } from "./sliced-window";
@@ -117,6 +118,40 @@ describe("window.hopping", () => {
     expect(state.get("busy")).toHaveLength(2 + 30 * 2);
     h.processWatermark(hour);
     expect(results(h.takeOutput()).filter((v) => v.key === "sparse0")).toHaveLength(60 + 0); // windows ending at 1 min … 60 min
+  });
+
+  it("counts on the heap keep a list per slice of only the keys with records in it: sparse keys and far-future records cost their cells", () => {
+    const hour = 3_600_000;
+    const minute = 60_000;
+    const h = OperatorTestHarness.forSpec(windowHoppingSpec, { sizeMs: hour, slideMs: minute, aggregate: count }, { keyed: true });
+    // 60 000 keys, each seen once, spread over the hour: each slice's list holds 1 000 of them.
+    for (let k = 0; k < 60_000; k++) h.processElement({}, (k % 60) * minute, `card${k}`);
+    const sparse = h.stateStats();
+    expect(sparse).toMatchObject({ keys: 60_000, stateEntries: 60_000, timers: 60_000 });
+    // A column per slot and slice would be 60 slices x 60 000 keys x 8 B = 480 B per key.
+    expect(sparse.stateBytes / sparse.keys).toBeLessThan(200);
+    // A record a century ahead adds one cell (its gap in slices does not fit an int32 at 1 ms slices: see the next test).
+    h.processElement({}, 100 * 365 * 24 * hour, "card0");
+    expect(h.stateStats().stateBytes - sparse.stateBytes).toBeLessThan(1_000);
+  });
+
+  it("a key's cells years apart (a clock-skewed record) link exactly, on every storage and across a restore", () => {
+    const params = { sizeMs: 8, slideMs: 1, aggregate: count, allowedLatenessMs: 4 };
+    const far = 2 ** 33; // 2^33 slices of 1 ms ahead: past an int32 gap
+    const feed = (h: OperatorTestHarness, from: number, to: number): void => {
+      const records: Array<[number, string]> = [[0, "k"], [far, "k"], [far + 1, "j"], [3, "k"], [1, "k"], [far - 2, "k"], [2, "j"], [far, "k"]];
+      for (const [ts, key] of records.slice(from, to)) h.processElement({ ts }, ts, key);
+    };
+    const heapMap = OperatorTestHarness.forSpec(windowHoppingSpec, params, { keyed: true, backend: () => Object.assign(new HeapKeyedStateBackend(), { adoptTable: undefined }) });
+    feed(heapMap, 0, 8);
+    heapMap.processWatermark(5).endOfInput();
+    const heap = OperatorTestHarness.forSpec(windowHoppingSpec, params, { keyed: true });
+    feed(heap, 0, 5);
+    const restored = OperatorTestHarness.restore(windowHoppingSpec, params, heap.snapshot(), { keyed: true });
+    feed(restored, 5, 8);
+    restored.processWatermark(5).endOfInput();
+    expect([...heap.output(), ...restored.output()]).toEqual(heapMap.output());
+    expect(results(heapMap.output()).filter((v) => v.key === "k" && v.windowEnd === far + 8)).toEqual([{ key: "k", windowStart: far, windowEnd: far + 8, value: 2 }]);
   });
 
   it("uses slices of gcd(size, slide) when the slide does not divide the size", () => {
