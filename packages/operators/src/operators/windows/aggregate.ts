@@ -64,21 +64,14 @@ export class Invalid {
 }
 
 /**
- * What every window operator does first with a record: `late` when the last window it could join is
- * purged (its cleanup time <= the watermark), `errors` when it has no input for the aggregate;
- * otherwise its input. Undefined: the record went to that side output.
+ * Where a window operator sends a record it does not aggregate: `late` (undefined: the last window
+ * it could join is purged, its cleanup time <= the watermark) or `errors` (it has no input for the
+ * aggregate). Only on that path: the check itself stays inline in each operator's per-record code,
+ * where a call to another module's function was not inlined under Node's own module loader.
  */
-export function admitToWindow(record: JsonObject, ctx: Collector, nodeId: string, agg: AggregateFunction, cleanup: number, watermark: number): number | string | undefined {
-  if (cleanup <= watermark) {
-    ctx.sideOutput("late", record);
-    return undefined;
-  }
-  const input = agg.input(record);
-  if (input instanceof Invalid) {
-    ctx.sideOutput("errors", errorRecord(nodeId, input.message, record));
-    return undefined;
-  }
-  return input;
+export function divertFromWindow(record: JsonObject, ctx: Collector, nodeId: string, why: Invalid | undefined): void {
+  if (why === undefined) ctx.sideOutput("late", record);
+  else ctx.sideOutput("errors", errorRecord(nodeId, why.message, record));
 }
 
 /** The distinct-value key: JSON types stay apart ("1" and 1 are two values), prefixes keep `__proto__` harmless. */

@@ -3,7 +3,7 @@
 // accumulators merged too (no raw records kept). Each key keeps one timer, at its next firing
 // (session end − 1) or purge (session end − 1 + allowedLateness).
 import { valueState, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
-import { admitToWindow, aggregateFunction, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
+import { aggregateFunction, divertFromWindow, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
 /**
@@ -70,8 +70,11 @@ export class SessionWindowOperator implements Operator {
       }
     }
     // Late when even the merged session is past its allowed lateness (Flink: isWindowLate after merging).
-    const input = admitToWindow(record.value, ctx, this.nodeId, this.agg, cleanupTime(end, lateness), wm);
-    if (input === undefined) return;
+    const input = cleanupTime(end, lateness) <= wm ? undefined : this.agg.input(record.value);
+    if (input === undefined || input instanceof Invalid) {
+      divertFromWindow(record.value, ctx, this.nodeId, input);
+      return;
+    }
 
     // The merged accumulator, built in scratch, then written over the merged sessions.
     const scratch = this.scratch;

@@ -15,7 +15,7 @@
 // key-major storage writes it, built from the columns for the keys that changed.
 import type { BatchContext, Collector, Key, ProcessContext, RuntimeContext, StreamRecord, WatermarkContext } from "../../core/api";
 import { ChangeReportingSlotTableView, growColumn, KeySlots } from "../../core/state";
-import { admitToWindow, type AggregateFunction, type Slot } from "./aggregate";
+import { divertFromWindow, Invalid, type AggregateFunction, type Slot } from "./aggregate";
 import { floorMod, floorTo, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import type { SliceState } from "./sliced-window";
@@ -196,7 +196,6 @@ export class SliceColumns {
   private hashes = new Int32Array(LOOKUP_CHUNK);
   private homes = new Int32Array(LOOKUP_CHUNK);
   private touched = 0;
-  private readonly leaving: Column[] = [];
   private readonly scratch: Slot[] = [0];
   /** fireAgain's copy of a key's cells. */
   private readonly cellStarts: number[] = [];
@@ -247,8 +246,11 @@ export class SliceColumns {
     const lastEnd = a.lastEnd(s);
     const wm = ctx.timerService.currentWatermark();
     // Late for every window it belongs to when the last of them is already purged.
-    const input = admitToWindow(record.value, ctx, this.nodeId, this.agg, cleanupTime(lastEnd, this.allowedLatenessMs), wm);
-    if (input === undefined) return;
+    const input = cleanupTime(lastEnd, this.allowedLatenessMs) <= wm ? undefined : this.agg.input(record.value);
+    if (input === undefined || input instanceof Invalid) {
+      divertFromWindow(record.value, ctx, this.nodeId, input);
+      return;
+    }
     const key = ctx.key as Key;
     const slot = Number.isNaN(hash) ? this.slots.findOrAdd(key) : this.slots.findOrAddHashed(key, hash);
     if (this.slots.added) this.grow();
@@ -450,27 +452,26 @@ export class SliceColumns {
   }
 
   /** Builds window `end` from the one before (L): adds the slices [L, end), emits, takes out those the next window leaves. */
+  // In steps of one loop each: a step whose loop runs long is compiled while it runs (on-stack
+  // replacement), without feedback for what follows the loop, and fireAt as one function fell back
+  // to the interpreter after its emission loop at most firings (a fifth of the 1-hour row's time).
   private fireAt(end: number, ctx: WatermarkContext): void {
     const L = this.lastEnd;
     const cols = this.columns;
-    let i = this.firstColumnFrom(L);
-    for (; i < cols.length; i++) {
-      const c = cols[i] as Column;
-      if (c.start >= end) break;
-      this.fold(c);
-    }
+    for (let i = this.firstColumnFrom(L); i < cols.length && (cols[i] as Column).start < end; i++) this.fold(cols[i] as Column);
     this.mergeFresh();
-    // The slices in [L + slide − size, end + slide − size) are in no later window.
-    const leaving = this.leaving;
-    leaving.length = 0;
-    const to = end + this.slide - this.size;
-    for (let k = this.firstColumnFrom(L + this.slide - this.size); k < cols.length; k++) {
-      const c = cols[k] as Column;
-      if (c.start >= to) break;
-      leaving.push(c);
-    }
-    const act = this.active;
     const n = this.activeCount;
+    this.emitListed(end, n, ctx);
+    // The slices in [L + slide − size, end + slide − size) are in no later window.
+    const to = end + this.slide - this.size;
+    for (let k = this.firstColumnFrom(L + this.slide - this.size); k < cols.length && (cols[k] as Column).start < to; k++) this.fold(cols[k] as Column, -1);
+    this.activeCount = this.keepListed(n);
+    this.lastEnd = end;
+  }
+
+  /** Emits window `end` for the first n listed keys, in list (key) order. */
+  private emitListed(end: number, n: number, ctx: WatermarkContext): void {
+    const act = this.active;
     for (let k = 0; k < n; k++) {
       const slot = act[k] as number;
       const key = this.slots.keyAt(slot) as Key;
@@ -478,8 +479,11 @@ export class SliceColumns {
       this.fired[slot] = end - 1;
       this.view.changed(key);
     }
-    for (const c of leaving) this.fold(c, -1);
-    // The keys left with no records in the next window leave the list.
+  }
+
+  /** Keeps listed, of the first n, the keys with records in the window being built; returns how many. */
+  private keepListed(n: number): number {
+    const act = this.active;
     const totalN = this.totalN;
     let kept = 0;
     for (let k = 0; k < n; k++) {
@@ -487,8 +491,7 @@ export class SliceColumns {
       if ((totalN[slot] as number) > 0) act[kept++] = slot;
       else this.listed[slot] = 0;
     }
-    this.activeCount = kept;
-    this.lastEnd = end;
+    return kept;
   }
 
   /** Adds column c's cells to its keys' totals (sign -1: takes them out), listing the keys it adds. */

@@ -8,7 +8,7 @@
 import { valueState, type BatchContext, type Key, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState, type WatermarkContext } from "../../core/api";
 import type { ImpliedTimers } from "../../core/spec";
 import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
-import { admitToWindow, aggregateFunction, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
+import { aggregateFunction, divertFromWindow, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import { RunningTotals } from "./running-totals";
@@ -205,8 +205,11 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     const firstEnd = a.firstEnd(s);
     const wm = ctx.timerService.currentWatermark();
     // Late for every window it belongs to when the last of them is already purged.
-    const input = admitToWindow(record.value, ctx, this.nodeId, this.agg, cleanupTime(lastEnd, lateness), wm);
-    if (input === undefined) return;
+    const input = cleanupTime(lastEnd, lateness) <= wm ? undefined : this.agg.input(record.value);
+    if (input === undefined || input instanceof Invalid) {
+      divertFromWindow(record.value, ctx, this.nodeId, input);
+      return;
+    }
 
     const W = this.stride;
     const table = this.table;
