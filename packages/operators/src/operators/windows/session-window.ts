@@ -3,7 +3,7 @@
 // accumulators merged too (no raw records kept). Each key keeps one timer, at its next firing
 // (session end − 1) or purge (session end − 1 + allowedLateness).
 import { valueState, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState } from "../../core/api";
-import { aggregateFunction, divertFromWindow, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
+import { aggregateFunction, divertFromWindow, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
 /**
@@ -71,7 +71,8 @@ export class SessionWindowOperator implements Operator {
     }
     // Late when even the merged session is past its allowed lateness (Flink: isWindowLate after merging).
     const input = cleanupTime(end, lateness) <= wm ? undefined : this.agg.input(record.value);
-    if (input === undefined || input instanceof Invalid) {
+    // `typeof`, not `instanceof Invalid`: see AggregateFunction.input.
+    if (input === undefined || typeof input === "object") {
       divertFromWindow(record.value, ctx, this.nodeId, input);
       return;
     }

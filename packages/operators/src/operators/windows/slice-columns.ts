@@ -15,7 +15,7 @@
 // key-major storage writes it, built from the columns for the keys that changed.
 import type { BatchContext, Collector, Key, ProcessContext, RuntimeContext, StreamRecord, WatermarkContext } from "../../core/api";
 import { ChangeReportingSlotTableView, growColumn, KeySlots } from "../../core/state";
-import { divertFromWindow, Invalid, type AggregateFunction, type Slot } from "./aggregate";
+import { divertFromWindow, type AggregateFunction, type Slot } from "./aggregate";
 import { floorMod, floorTo, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import type { SliceState } from "./sliced-window";
@@ -247,7 +247,8 @@ export class SliceColumns {
     const wm = ctx.timerService.currentWatermark();
     // Late for every window it belongs to when the last of them is already purged.
     const input = cleanupTime(lastEnd, this.allowedLatenessMs) <= wm ? undefined : this.agg.input(record.value);
-    if (input === undefined || input instanceof Invalid) {
+    // `typeof`, not `instanceof Invalid`: see AggregateFunction.input.
+    if (input === undefined || typeof input === "object") {
       divertFromWindow(record.value, ctx, this.nodeId, input);
       return;
     }

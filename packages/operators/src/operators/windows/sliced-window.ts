@@ -8,7 +8,7 @@
 import { valueState, type BatchContext, type Key, type Operator, type ProcessContext, type RuntimeContext, type StreamRecord, type TimerFiring, type ValueState, type WatermarkContext } from "../../core/api";
 import type { ImpliedTimers } from "../../core/spec";
 import type { FiresTimerBatches, TimerBatch } from "../../core/timers";
-import { aggregateFunction, divertFromWindow, Invalid, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
+import { aggregateFunction, divertFromWindow, type AggregateFunction, type AggregateParams, type Slot } from "./aggregate";
 import { floorMod, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import { RunningTotals } from "./running-totals";
@@ -206,7 +206,8 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
     const wm = ctx.timerService.currentWatermark();
     // Late for every window it belongs to when the last of them is already purged.
     const input = cleanupTime(lastEnd, lateness) <= wm ? undefined : this.agg.input(record.value);
-    if (input === undefined || input instanceof Invalid) {
+    // `typeof`, not `instanceof Invalid`: see AggregateFunction.input.
+    if (input === undefined || typeof input === "object") {
       divertFromWindow(record.value, ctx, this.nodeId, input);
       return;
     }
