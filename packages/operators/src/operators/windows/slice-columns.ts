@@ -1,18 +1,18 @@
-// The sliced window's time-major storage, on the heap, for counts over windows of many slices (a
-// 1-hour window sliding every minute): one column of per-key counts per slice, indexed by key slot,
-// instead of one array of slices per key.
+// The sliced window's time-major storage, on the heap, for counts (tumbling and hopping): one list of
+// per-key counts per slice instead of one array of slices per key.
 //
-// Why: key-major, every record and every firing reads a key's array of 60 slices out of memory, and
-// every new slice shifts it; 100 k keys hold 84 MB of such arrays. Time-major, a record adds 1 to
-// the newest column (100 k keys: 800 KB, which stays in cache), and a firing adds the newest column
-// to each key's running total, emits it and takes out the column that leaves the window: the
-// window's count without merging its slices. Counts are integers, so totals equal merges exactly.
+// Why: key-major, every record and every firing of a 1-hour window sliding every minute reads a key's
+// array of 60 slices out of memory, and every new slice shifts it; 100 k keys hold 84 MB of such
+// arrays. Time-major, a record adds 1 to its key's cell in the newest list (100 k keys: about 2 MB,
+// which stays in cache), and a firing adds the newest list to each key's running count, emits it and
+// takes out the list that leaves the window: the window's count without merging its slices. Counts
+// are integers, so running counts equal merges exactly.
 //
 // The firing is the operator's own: at each window end the watermark passes, every key with data
 // in that window emits, in key order (the order in which the key-major timers of one time fire),
 // from a list of such keys kept sorted. No per-key timer is registered: the heap snapshot leaves
-// them implied in the stored form (windowHoppingSpec.impliedTimers), a key's array of slices as the
-// key-major storage writes it, built from the columns for the keys that changed.
+// them implied in the stored form (sliceColumnsTimers), a key's array of slices as the key-major
+// storage writes it, built from the lists for the keys that changed.
 import type { BatchContext, Collector, Key, ProcessContext, RuntimeContext, StreamRecord, WatermarkContext } from "../../core/api";
 import { ChangeReportingSlotTableView, growColumn, KeySlots } from "../../core/state";
 import { divertFromWindow, type AggregateFunction, type Slot } from "./aggregate";
@@ -45,8 +45,8 @@ const NONE = -1;
  * One slice of every key that has records in it, as a list of cells: the key's slot, its records
  * (n) and, for `count(field)`, the count itself (acc). A list rather than an array indexed by slot,
  * so that memory follows the cells present: over 10 M rarely active cards a minute's column holds the
- * cards seen in that minute, not 10 M zeros. Each cell links to its key's next older cell (start and
- * position), so a key's cells read newest first without an index: in-order records go to the newest
+ * cards seen in that minute, not 10 M zeros. Each cell links to its key's next older cell (how many
+ * slices older, and its position there), so a key's cells read newest first without an index: in-order records go to the newest
  * (SliceColumns.newestPos), a late record or a snapshot walks the few links back.
  */
 class Column {
@@ -247,7 +247,7 @@ export class SliceColumns {
 
   /** One record; `hash` is its key's hashKey() when a chunk computed it, else NaN. */
   process(record: StreamRecord, ctx: ProcessContext, hash = Number.NaN): void {
-    if (this.formedCalls !== 0) this.changed();
+    if (this.formedCalls !== 0) this.stateChanged();
     const a = this.assigner;
     const s = a.sliceStart(record.timestamp);
     const lastEnd = a.lastEnd(s);
@@ -425,7 +425,7 @@ export class SliceColumns {
 
   /** Fires every window ending by watermark + 1, in end order and within an end in key order, then purges. */
   onWatermark(wm: number, ctx: WatermarkContext): void {
-    if (this.formedCalls !== 0) this.changed();
+    if (this.formedCalls !== 0) this.stateChanged();
     for (;;) {
       let e: number;
       if (this.activeCount + this.freshCount > 0) {
@@ -638,7 +638,7 @@ export class SliceColumns {
     return st;
   }
 
-  /** Every live key's stored form but its timer (filled by storedForm), kept until the state next changes (changed()). */
+  /** Every live key's stored form but its timer (filled by storedForm), kept until the state next changes (stateChanged()). */
   private formAll(): SliceState[] {
     const formed: SliceState[] = [];
     // Each form at its final length (its cells are counted), filled newest slice first at a cursor.
@@ -668,14 +668,14 @@ export class SliceColumns {
   }
 
   /** The state changes: stored forms built for a snapshot are stale. */
-  private changed(): void {
+  private stateChanged(): void {
     this.formed = undefined;
     this.formedCalls = 0;
   }
 
   /** Restored keys (a fresh table, at open): their slices into the columns; rebuild() then counts the totals. */
   private load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
-    this.changed();
+    this.stateChanged();
     for (const [key, stored] of entries) {
       const st = stored as SliceState;
       const slot = this.slots.findOrAdd(key);
