@@ -44,23 +44,20 @@ const LOOKUP_CHUNK = 128;
 const TOTALS_FROM_SLICES = 8;
 
 /**
- * Counts over windows of this many slices or more keep their slices by time on the heap
- * (slice-columns.ts): a column per slice, indexed by key slot, and the operator's own firing.
+ * Whether the heap keeps this window's slices by time (slice-columns.ts: a list of per-key counts per
+ * slice, and the operator's own firing) rather than per key: for counts, at any number of slices per
+ * window (tumbling ran 5–15 % faster so too, q5 1.5×, the 1-hour hop 2.7×).
  */
-export const COLUMNS_FROM_SLICES = 1;
-
-/** Whether the heap keeps this window's slices in columns (SliceColumns) rather than per key. */
-export const keepsSliceColumns = (sizeMs: number, slideMs: number, aggregate: AggregateParams): boolean =>
-  aggregate.op === "count" && sizeMs / new SliceAssigner(sizeMs, slideMs).step >= COLUMNS_FROM_SLICES;
+export const keepsSliceColumns = (aggregate: AggregateParams): boolean => aggregate.op === "count";
 
 export const SLICES_STATE = valueState<SliceState>("slices");
 
 /**
- * The window specs' impliedTimers: where the heap keeps the slices in columns, it fires them from
+ * The window specs' impliedTimers: where the heap keeps the slices by time, it fires them from
  * the watermark and registers no timer; each key's is implied by its stored slices (their first slot).
  */
-export function sliceColumnsTimers(sizeMs: number, slideMs: number, aggregate: AggregateParams): ImpliedTimers | undefined {
-  if (!keepsSliceColumns(sizeMs, slideMs, aggregate)) return undefined;
+export function sliceColumnsTimers(aggregate: AggregateParams): ImpliedTimers | undefined {
+  if (!keepsSliceColumns(aggregate)) return undefined;
   return { state: SLICES_STATE.name, namespaces: [WINDOW_TIMER], of: (_key, stored) => ((stored as SliceState)[T] === NO_TIME ? [] : [[(stored as SliceState)[T] as number, WINDOW_TIMER]]) };
 }
 
@@ -91,7 +88,7 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
    * changed in place; otherwise undefined, and `state`, the generic handle, written back on change.
    */
   private table: SliceTable | undefined;
-  /** On the heap, for counts over many slices (keepsSliceColumns): the slices by time, fired by onWatermark. */
+  /** On the heap, for counts (keepsSliceColumns): the slices by time, fired by onWatermark. */
   private columns: SliceColumns | undefined;
   private state!: ValueState<SliceState>;
 
@@ -118,7 +115,7 @@ export class SlicedWindowOperator implements Operator, FiresTimerBatches {
   }
 
   open(ctx: RuntimeContext): void {
-    if (ctx.adoptState !== undefined && keepsSliceColumns(this.size, this.slide, this.aggregate)) {
+    if (ctx.adoptState !== undefined && keepsSliceColumns(this.aggregate)) {
       this.columns = new SliceColumns(SLICES_STATE.name, ctx.adoptState, this.nodeId, this.size, this.slide, this.agg, this.allowedLatenessMs, this.partial, this.aggregate.field !== undefined, ctx.currentWatermark());
     } else if (ctx.adoptState !== undefined) {
       const slicesPerWindow = this.size / this.assigner.step;

@@ -86,6 +86,6 @@ would leave gaps, and a record in a gap would belong to no window (filter the st
     }
     return issues;
   },
-  impliedTimers: (p) => sliceColumnsTimers(p.sizeMs, p.slideMs, p.aggregate),
+  impliedTimers: (p) => sliceColumnsTimers(p.aggregate),
   create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.slideMs, p.aggregate, p.allowedLatenessMs, p.partial === true),
 });

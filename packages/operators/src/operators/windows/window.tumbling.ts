@@ -43,6 +43,6 @@ implied by the snapshot's state).`,
   outputFields: (p) => (p.partial === true ? PARTIAL_OUTPUT_FIELDS : WINDOW_OUTPUT_FIELDS),
   stateRetention: (p) => ({ windowMs: p.sizeMs + p.allowedLatenessMs, freedByTimers: true }),
   check: (p, ctx) => checkAggregateField(p.aggregate, ctx),
-  impliedTimers: (p) => sliceColumnsTimers(p.sizeMs, p.sizeMs, p.aggregate),
+  impliedTimers: (p) => sliceColumnsTimers(p.aggregate),
   create: (p, init) => new SlicedWindowOperator(init.nodeId, p.sizeMs, p.sizeMs, p.aggregate, p.allowedLatenessMs, p.partial === true),
 });
