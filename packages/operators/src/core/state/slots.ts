@@ -257,10 +257,13 @@ export class KeySlots {
   }
 }
 
-/** Grows a column of `stride` doubles per slot to the slots' capacity, keeping its rows (new rows: `fill`). */
-export function growColumn(col: Float64Array<ArrayBuffer>, capacity: number, stride: number, fill = 0): Float64Array<ArrayBuffer> {
+/** A column by slot: doubles, or int32s or bytes for counts and flags. */
+type SlotColumn = Float64Array<ArrayBuffer> | Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>;
+
+/** Grows a column of `stride` values per slot to the slots' capacity, keeping its rows (new rows: `fill`). */
+export function growColumn<C extends SlotColumn>(col: C, capacity: number, stride: number, fill = 0): C {
   if (col.length >= capacity * stride) return col;
-  const next = new Float64Array(capacity * stride);
+  const next = new (col.constructor as new (length: number) => C)(capacity * stride);
   if (fill !== 0) next.fill(fill, col.length);
   next.set(col);
   return next;

@@ -18,16 +18,8 @@ import { ChangeReportingSlotTableView, growColumn, KeySlots } from "../../core/s
 import { divertFromWindow, type AggregateFunction, type Slot } from "./aggregate";
 import { floorMod, floorTo, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
-import type { SliceState } from "./sliced-window";
+import { F, HEADER, LOOKUP_CHUNK, T, type SliceState } from "./slice-state";
 import { cleanupTime, NO_TIME } from "./trigger";
-
-/** Records looked up before any is counted, so that the lookups' cache misses overlap (as the key-major table's LOOKUP_CHUNK). */
-const LOOKUP_CHUNK = 128;
-
-/** The stored form's layout (SliceState): [timer, last firing, start, acc, …] with slices newest first. */
-const T = 0;
-const F = 1;
-const HEADER = 2;
 
 /** Column.olderGap's mark for a gap of 2^31 − 1 slices or more, kept exactly aside. */
 const FAR_GAP = 0x7fffffff;
@@ -321,7 +313,7 @@ export class SliceColumns {
     let i = newestPos;
     for (;;) {
       const olderPos = c.olderPos[i] as number;
-      const olderStart = olderPos === NONE ? NO_TIME : c.olderStart(i);
+      const olderStart = olderPos === NONE ? NO_TIME : this.olderStart(c, i, slot);
       const older = olderPos === NONE ? undefined : this.liveColumn(olderStart);
       if (older !== undefined && olderStart === s) {
         older.n[olderPos] = (older.n[olderPos] as number) + 1;
@@ -329,7 +321,6 @@ export class SliceColumns {
         this.cells[slot] = (this.cells[slot] as number) - 1;
         return;
       }
-      if (older !== undefined && !(olderStart < c.start)) throw this.outOfStep(`key ${JSON.stringify(this.slots.keyAt(slot))}'s slices link from ${c.start} to ${olderStart}`);
       if (older === undefined || olderStart < s) {
         const at = this.columnAt(s).append(slot, 1, value, older === undefined ? NO_TIME : olderStart, older === undefined ? NONE : olderPos);
         c.link(i, s, at);
@@ -338,6 +329,13 @@ export class SliceColumns {
       c = older;
       i = olderPos;
     }
+  }
+
+  /** The start of the column of slot's cell older than cell i of c, which must be older than c: a link that is not would loop a walk forever. */
+  private olderStart(c: Column, i: number, slot: number): number {
+    const start = c.olderStart(i);
+    if (!(start < c.start)) throw this.outOfStep(`key ${JSON.stringify(this.slots.keyAt(slot))}'s slices link from ${c.start} to ${start}`);
+    return start;
   }
 
   /** The column starting at s, if it is live (links to purged columns are dead: every purged start is older than every live one). */
@@ -355,10 +353,7 @@ export class SliceColumns {
       if (c === undefined) return;
       fn(start, (c.acc ?? c.n)[i] as number);
       const older = c.olderPos[i] as number;
-      if (older !== NONE) {
-        start = c.olderStart(i);
-        if (!(start < c.start)) throw this.outOfStep(`key ${JSON.stringify(this.slots.keyAt(slot))}'s slices link from ${c.start} to ${start}`);
-      }
+      if (older !== NONE) start = this.olderStart(c, i, slot);
       i = older;
     }
   }
@@ -460,20 +455,19 @@ export class SliceColumns {
     return floorTo(t - this.size, this.slide) + this.size;
   }
 
-  /** Builds window `end` from the one before (L): adds the slices [L, end), emits, takes out those the next window leaves. */
-  // In steps of one loop each: a step whose loop runs long is compiled while it runs (on-stack
-  // replacement), without feedback for what follows the loop, and fireAt as one function fell back
-  // to the interpreter after its emission loop at most firings (a fifth of the 1-hour row's time).
+  /**
+   * Builds window `end` from the one before (L): adds the slices [L, end), emits, takes out those the
+   * next window leaves. In steps of one loop each: as one function, compiled while its emission loop
+   * ran, it deoptimized after that loop at most firings (no feedback for what followed).
+   */
   private fireAt(end: number, ctx: WatermarkContext): void {
     const L = this.lastEnd;
-    const cols = this.columns;
-    for (let i = this.firstColumnFrom(L); i < cols.length && (cols[i] as Column).start < end; i++) this.fold(cols[i] as Column);
+    this.foldRange(L, end, 1);
     this.mergeFresh();
     const n = this.activeCount;
     this.emitListed(end, n, ctx);
     // The slices in [L + slide − size, end + slide − size) are in no later window.
-    const to = end + this.slide - this.size;
-    for (let k = this.firstColumnFrom(L + this.slide - this.size); k < cols.length && (cols[k] as Column).start < to; k++) this.fold(cols[k] as Column, -1);
+    this.foldRange(L + this.slide - this.size, end + this.slide - this.size, -1);
     this.activeCount = this.keepListed(n);
     this.lastEnd = end;
   }
@@ -501,6 +495,12 @@ export class SliceColumns {
       else this.listed[slot] = 0;
     }
     return kept;
+  }
+
+  /** fold()s every column starting in [from, to). */
+  private foldRange(from: number, to: number, sign: number): void {
+    const cols = this.columns;
+    for (let i = this.firstColumnFrom(from); i < cols.length && (cols[i] as Column).start < to; i++) this.fold(cols[i] as Column, sign);
   }
 
   /** Adds column c's cells to its keys' totals (sign -1: takes them out), listing the keys it adds. */
@@ -589,12 +589,7 @@ export class SliceColumns {
     this.listed.fill(0);
     this.activeCount = 0;
     this.freshCount = 0;
-    const from = this.lastEnd + this.slide - this.size;
-    for (let i = this.firstColumnFrom(from); i < this.columns.length; i++) {
-      const c = this.columns[i] as Column;
-      if (c.start >= this.lastEnd) break;
-      this.fold(c);
-    }
+    this.foldRange(this.lastEnd + this.slide - this.size, this.lastEnd, 1);
   }
 
   private grow(): void {
@@ -604,15 +599,9 @@ export class SliceColumns {
     if (this.withAcc) this.totalAcc = growColumn(this.totalAcc, cap, 1);
     this.fired = growColumn(this.fired, cap, 1, NO_TIME);
     this.newestStart = growColumn(this.newestStart, cap, 1, NO_TIME);
-    const pos = new Int32Array(cap);
-    pos.set(this.newestPos);
-    this.newestPos = pos;
-    const cells = new Int32Array(cap);
-    cells.set(this.cells);
-    this.cells = cells;
-    const listed = new Uint8Array(cap);
-    listed.set(this.listed);
-    this.listed = listed;
+    this.newestPos = growColumn(this.newestPos, cap, 1);
+    this.cells = growColumn(this.cells, cap, 1);
+    this.listed = growColumn(this.listed, cap, 1);
   }
 
   /** The key's slices as the key-major storage keeps them ([timer, last firing, start, acc, …], newest first). */

@@ -9,7 +9,7 @@
 import type { Key, RuntimeContext } from "../../core/api";
 import { ChangeReportingSlotTableView, estimateBytes, KeySlots } from "../../core/state";
 import type { RunningTotals } from "./running-totals";
-import type { SliceState } from "./sliced-window";
+import type { SliceState } from "./slice-state";
 
 /** Above this many live keys, estimatedBytes() samples the slice arrays evenly. */
 const BYTES_SAMPLE = 2_000;

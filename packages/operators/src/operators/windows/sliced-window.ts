@@ -13,29 +13,12 @@ import { floorMod, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import { RunningTotals } from "./running-totals";
 import { SliceColumns } from "./slice-columns";
+import { F, HEADER, LOOKUP_CHUNK, T, type SliceState } from "./slice-state";
 import { SliceTable } from "./slice-table";
 import { cleanupTime, NO_TIME, WINDOW_TIMER } from "./trigger";
 
-/**
- * One key's window state, flat: [t, f, sN, accN…, …, s0, acc0…] with slices newest first.
- *   t: the key's registered timer (NO_TIME: none); f: windows whose max timestamp is <= f have fired.
- * One array of doubles per key (for numeric aggregates): the per-key cost of the operator. Newest
- * first puts the slice that in-order records update in the array's first cache line, and makes
- * the purge of the oldest slices a truncation.
- */
-export type SliceState = Slot[];
-const T = 0;
-const F = 1;
-const HEADER = 2;
 /** Up to this many slots a key's array is reallocated at its exact size when it changes. */
 const COMPACT_UP_TO = 16;
-
-/**
- * processBatch looks up this many records' states, then processes them: what a chunk's lookups
- * load is still in the nearer caches when its records come (whole batches of ~1000 records,
- * the hopping bench's, ran 8-10 % slower per CPU second; 48 and 128 measured alike).
- */
-const LOOKUP_CHUNK = 128;
 
 /**
  * Running totals (running-totals.ts) from this many slices per window: below it a merge is as
