@@ -265,6 +265,12 @@ type KeepsColumns = Required<Pick<AdoptedTable, "snapshotColumns">> & Pick<Adopt
 export interface StoredValues {
   get(key: Key): unknown;
   keys(): Iterable<Key>;
+  /**
+   * The key's stored value already packed (what packValueView gives for it; a view, copied at
+   * once), or undefined when the key holds none: for tables that keep values in columns and can
+   * write their bytes without building the object (see ValueWriter). Not for map state.
+   */
+  packedValue?(key: Key): Uint8Array | undefined;
 }
 
 /**
@@ -402,10 +408,8 @@ class SnapshotColumns {
     for (const k of map.keys()) (byGroup[keyGroupOf(k, maxParallelism)] ??= []).push(k);
     byGroup.forEach((keys, g) => {
       if (keys.length > 1) keys.sort();
-      const values: unknown[] = new Array(keys.length);
-      for (let i = 0; i < keys.length; i++) values[i] = columns.stored(map.get(keys[i] as Key));
       // Views of the packer's buffer, copied into the group's bytes by joined() at once.
-      const pieces = values.map((v) => packValueView(v));
+      const pieces = keys.map((k) => columns.packed(map, k) ?? packValueView(undefined));
       columns.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
     });
     return columns;
@@ -426,8 +430,12 @@ class SnapshotColumns {
     return columns;
   }
 
-  private stored(v: unknown): unknown {
-    return this.kind === "map" ? flatten(v as Map<string, unknown>) : v;
+  /** The key's value packed (a view of a packer's buffer), or undefined when it holds none. */
+  private packed(map: StoredValues, key: Key): Uint8Array | undefined {
+    if (map.packedValue !== undefined) return map.packedValue(key);
+    const v = map.get(key);
+    if (v === undefined) return undefined;
+    return packValueView(this.kind === "map" ? flatten(v as Map<string, unknown>) : v);
   }
 
   touched(key: Key, size: number): void {
@@ -523,19 +531,18 @@ class SnapshotColumns {
       const k = changed[c] as Key;
       const i = indexOf(oldKeys, k);
       at[c] = i;
-      const v = map.get(k);
+      // A view of the packer's buffer, copied into the group's bytes below.
+      const p = this.packed(map, k);
       if (i >= 0) {
         size -= (oldOffsets[i + 1] as number) - (oldOffsets[i] as number);
         count--;
       }
-      if (v !== undefined) {
-        // A view of the packer's buffer, copied into the group's bytes below.
-        const p = packValueView(this.stored(v));
+      if (p !== undefined) {
         pieces[c] = p;
         size += p.byteLength;
         count++;
       }
-      if (i >= 0 !== (v !== undefined)) structural = true;
+      if (i >= 0 !== (p !== undefined)) structural = true;
     }
     const keys: Key[] | undefined = structural ? new Array<Key>(count) : undefined;
     const bytes = new Uint8Array(size);

@@ -5,6 +5,7 @@
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
 import { NumberMinHeap } from "../minheap";
+import { packValueView } from "../snapshot-codec";
 import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type StateKind } from "./backend";
 
 /** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
@@ -390,9 +391,25 @@ export class SlotTableView extends OperatorKeptTable {
     private readonly valueAt: (slot: number) => unknown,
     readonly load: (entries: ReadonlyArray<readonly [Key, unknown]>) => void,
     private readonly heapBytes?: () => number,
+    /** The slot's value packed straight from its columns (see StoredValues.packedValue), or undefined where it cannot be (valueAt's is packed then). */
+    packAt?: (slot: number) => Uint8Array | undefined,
   ) {
     super();
+    if (packAt !== undefined && kind === "map") throw new Error(`state "${name}": map state cannot be packed from columns`);
+    this.packedValue =
+      packAt === undefined
+        ? undefined
+        : (key) => {
+            const s = this.slots.find(key);
+            if (s < 0) return undefined;
+            const packed = packAt(s);
+            if (packed !== undefined) return packed;
+            const v = this.valueAt(s);
+            return v === undefined ? undefined : packValueView(v);
+          };
   }
+  /** Set only with packAt: snapshots otherwise pack get()'s values. */
+  readonly packedValue: ((key: Key) => Uint8Array | undefined) | undefined;
   get(key: Key): unknown {
     const s = this.slots.find(key);
     return s < 0 ? undefined : this.valueAt(s);

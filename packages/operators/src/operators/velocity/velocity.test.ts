@@ -5,7 +5,21 @@ import { OperatorTestHarness, type HarnessOutput } from "../../testing/harness";
 import { canonicalJson } from "../shared/fields";
 import { NUM_RUNS, arrivalOrder, byKey, eventsArb, feed, feedBatches, jittersArb, ofKey, ofPort, run, runWithRestore, type TestEvent } from "../shared/test-support";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
+import { decodeSnapshot, packValues, unpackValues } from "../../core/snapshot-codec";
 import { velocitySpec } from "./velocity";
+
+/** The packed value chunks of the tables named `name` anywhere in a decoded snapshot. */
+function packedChunks(decoded: unknown, name: string): Uint8Array[] {
+  const found: Uint8Array[] = [];
+  const walk = (x: unknown): void => {
+    if (x === null || typeof x !== "object" || x instanceof Uint8Array) return;
+    const t = x as { name?: unknown; packed?: unknown };
+    if (t.name === name && Array.isArray(t.packed)) found.push(...(t.packed as Uint8Array[]));
+    for (const v of Object.values(x)) walk(v);
+  };
+  walk(decoded);
+  return found;
+}
 
 const BOUND = 10;
 const keyed = { keyed: true };
@@ -382,5 +396,50 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
       return seen;
     };
     expect(stats(keyed)).toEqual(stats(serializing));
+  });
+});
+
+describe("velocity (eager): heap checkpoints", () => {
+  // eager's heap checkpoints write each window's stored form straight from its row (ValueWriter);
+  // the bytes must be msgpackr's for the same object, whatever the ids: numbers of every form,
+  // short ASCII strings (written), long or non-ASCII ones (packed as objects), none.
+  const idArb = fc.oneof(
+    fc.constant(undefined),
+    fc.integer({ min: -0x80000000, max: 0xffffffff }),
+    fc.double({ noNaN: true }),
+    fc.string({ maxLength: 31 }),
+    fc.string({ minLength: 32, maxLength: 40 }),
+    fc.constantFrom("tx-é", "☃", "a\u0080"),
+  );
+  const packedArb = fc
+    .array(fc.record({ key: fc.constantFrom("a", "b", "c"), ts: fc.integer({ min: 0, max: 60 }), id: idArb }), { minLength: 1, maxLength: 60 })
+    .map((list) => list.map(({ key, ts, id }): TestEvent => ({ key, ts, value: id === undefined ? { amount: 1 } : { id, amount: 1 } })).sort((a, b) => a.ts - b.ts));
+
+  it("heap snapshots hold each window packed exactly as msgpackr packs its stored form", () => {
+    fc.assert(
+      fc.property(packedArb, fc.constantFrom(0, 1_700_000_000_000, -5_000), fc.integer({ min: 5, max: 200 }), jittersArb(BOUND), (events, base, windowMs, jitters) => {
+        const arrivals = arrivalOrder(
+          events.map((e) => ({ ...e, ts: e.ts + base })),
+          jitters,
+          BOUND,
+        );
+        const h = OperatorTestHarness.forSpec(velocitySpec, { threshold: 3, windowMs, mode: "eager" as const }, keyed);
+        feed(h, arrivals, {
+          bound: BOUND,
+          after: (i) => {
+            if (i % 7 !== 6) return;
+            for (const chunk of packedChunks(decodeSnapshot(h.snapshot()), "velocity")) {
+              expect([...chunk]).toEqual([...packValues(unpackValues(chunk))]);
+            }
+          },
+          noEnd: true,
+        });
+        const last = packedChunks(decodeSnapshot(h.snapshot()), "velocity");
+        for (const chunk of last) expect([...chunk]).toEqual([...packValues(unpackValues(chunk))]);
+        // Windows are live at the last snapshot (no end of input): it has something to check.
+        expect(last.length).toBeGreaterThan(0);
+      }),
+      { numRuns: NUM_RUNS },
+    );
   });
 });
