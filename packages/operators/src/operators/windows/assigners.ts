@@ -63,10 +63,10 @@ export class SliceAssigner {
   /**
    * The smallest end > x of a window holding any of the given slices, or undefined: the key's
    * next firing. The slice starts are read from `slots`, newest first, from index `from` every
-   * `stride` (the sliced window operator's layout).
+   * `stride` (the sliced window operator's layout), up to `end` (the form's end in a flat buffer).
    */
-  nextEnd(slots: readonly unknown[], from: number, stride: number, x: number): number | undefined {
-    const last = slots.length - stride; // the oldest slice
+  nextEnd(slots: ArrayLike<unknown>, from: number, stride: number, x: number, end = slots.length): number | undefined {
+    const last = end - stride; // the oldest slice
     if (this.aligned) {
       // Window ends are the multiples of slide; window e holds the slices in [e − size, e).
       const e0 = floorTo(x, this.slide) + this.slide; // the first end > x

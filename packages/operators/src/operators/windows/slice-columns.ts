@@ -14,12 +14,19 @@
 // them implied in the stored form (sliceColumnsTimers), a key's array of slices as the key-major
 // storage writes it, built from the lists for the keys that changed.
 import type { BatchContext, Collector, Key, ProcessContext, RuntimeContext, StreamRecord, WatermarkContext } from "../../core/api";
+import { MAX_NUMBER_BYTES, ValueWriter } from "../../core/snapshot-codec";
 import { ChangeReportingSlotTableView, growColumn, KeySlots } from "../../core/state";
 import { divertFromWindow, type AggregateFunction, type Slot } from "./aggregate";
 import { floorMod, floorTo, SliceAssigner } from "./assigners";
 import { partialRecord } from "./combine";
 import { F, HEADER, LOOKUP_CHUNK, T, type SliceState } from "./slice-state";
 import { cleanupTime, NO_TIME } from "./trigger";
+
+/** formAll()'s stored forms: each live slot's [T, F, start, count, …] at `at[slot]` in `values`. */
+interface FlatForms {
+  at: Int32Array;
+  values: Float64Array;
+}
 
 /** Column.olderGap's mark for a gap of 2^31 − 1 slices or more, kept exactly aside. */
 const FAR_GAP = 0x7fffffff;
@@ -196,8 +203,10 @@ export class SliceColumns {
   private readonly cellStarts: number[] = [];
   private readonly cellValues: number[] = [];
   /** formAll()'s forms while the state is unchanged, and the stored forms asked for since it last changed. */
-  private formed: SliceState[] | undefined;
+  private formed: FlatForms | undefined;
   private formedCalls = 0;
+  /** Checkpoints write the stored forms with it, straight from formAll()'s buffer. */
+  private readonly writer = new ValueWriter();
 
   constructor(
     name: string,
@@ -216,7 +225,7 @@ export class SliceColumns {
     this.size = sizeMs;
     this.slide = slideMs;
     this.withAcc = countsField;
-    this.view = adopt(new ColumnsView(name, "value", this.slots, (s) => this.storedForm(s), (entries) => this.load(entries), () => this.bytes()));
+    this.view = adopt(new ColumnsView(name, "value", this.slots, (s) => this.storedForm(s), (entries) => this.load(entries), () => this.bytes(), (s) => this.packStored(s)));
     // Restored keys (adopt loads them) count towards the window being built at this watermark.
     this.rebuild(watermark);
   }
@@ -608,52 +617,93 @@ export class SliceColumns {
   private storedForm(slot: number): SliceState | undefined {
     if (this.slots.keyAt(slot) === undefined) return undefined;
     let st: SliceState;
-    if (this.formed !== undefined) st = this.formed[slot] as SliceState;
-    else if (++this.formedCalls > Math.max(FORM_ALL_AFTER, this.slots.size >>> 4)) {
+    if (this.formed === undefined && ++this.formedCalls <= Math.max(FORM_ALL_AFTER, this.slots.size >>> 4)) {
+      st = [NO_TIME, this.fired[slot] as number];
+      this.eachCell(slot, (start, value) => st.push(start, value));
+      st[T] = this.timerOf(st, 0, st.length);
+    } else {
       // Most keys changed (a checkpoint after a slide fired them all): every key's form in one pass
       // over the lists, reading them in order, rather than a walk of each key's links, a cache miss
       // per cell (a checkpoint of 100 k keys x 30 slices: 1.8 s walked).
-      st = this.formAll()[slot] as SliceState;
-    } else {
-      st = [NO_TIME, this.fired[slot] as number];
-      this.eachCell(slot, (start, value) => st.push(start, value));
+      const { at, values } = this.formed ?? this.formAll();
+      const from = at[slot] as number;
+      st = Array.from(values.subarray(from, from + HEADER + 2 * (this.cells[slot] as number)));
     }
-    if (st[T] !== NO_TIME) return st;
-    // The key-major timer: the next window holding data after the last firing, or the purge of the oldest slice.
-    let need = cleanupTime(this.assigner.lastEnd(st[st.length - 2] as number), this.allowedLatenessMs);
-    const next = this.assigner.nextEnd(st, HEADER, 2, (st[F] as number) + 1);
-    if (next !== undefined && next - 1 < need) need = next - 1;
-    st[T] = need;
     return st;
   }
 
-  /** Every live key's stored form but its timer (filled by storedForm), kept until the state next changes (stateChanged()). */
-  private formAll(): SliceState[] {
-    const formed: SliceState[] = [];
-    // Each form at its final length (its cells are counted), filled newest slice first at a cursor.
-    const at = new Int32Array(this.slots.capacity);
+  /**
+   * The key-major timer of the form in values[from, end): the next window holding data after the
+   * last firing, or the purge of the oldest slice.
+   */
+  private timerOf(values: ArrayLike<unknown>, from: number, end: number): number {
+    let need = cleanupTime(this.assigner.lastEnd(values[end - 2] as number), this.allowedLatenessMs);
+    const next = this.assigner.nextEnd(values, from + HEADER, 2, (values[from + F] as number) + 1, end);
+    if (next !== undefined && next - 1 < need) need = next - 1;
+    return need;
+  }
+
+  /**
+   * The slot's stored form packed from formAll()'s buffer (the bytes msgpackr gives for
+   * storedForm's array), once a checkpoint asked for enough keys to build it; before, undefined
+   * (the view packs storedForm's array, which counts towards building it).
+   */
+  private packStored(slot: number): Uint8Array | undefined {
+    const formed = this.formed;
+    if (formed === undefined || this.slots.keyAt(slot) === undefined) return undefined;
+    const from = formed.at[slot] as number;
+    const length = HEADER + 2 * (this.cells[slot] as number);
+    const values = formed.values;
+    const w = this.writer;
+    w.begin(5 + length * MAX_NUMBER_BYTES);
+    w.array(length);
+    for (let i = from; i < from + length; i++) w.number(values[i] as number);
+    return w.end();
+  }
+
+  /**
+   * Every live key's stored form, timer included, in one buffer (at: each slot's offset), kept until
+   * the state next changes (stateChanged()). A buffer rather than an array per key: 100 k arrays
+   * of ~60 numbers were a third of a checkpoint's time to build and collect.
+   */
+  private formAll(): FlatForms {
+    const cap = this.slots.capacity;
+    const at = new Int32Array(cap);
+    let total = 0;
+    for (let slot = 0; slot < cap; slot++) {
+      if (this.slots.keyAt(slot) === undefined) continue;
+      at[slot] = total;
+      total += HEADER + 2 * (this.cells[slot] as number);
+    }
+    const values = new Float64Array(total);
+    // Each form filled newest slice first at a cursor, from the lists newest first.
+    const cursor = new Int32Array(cap);
+    for (let slot = 0; slot < cap; slot++) {
+      if (this.slots.keyAt(slot) === undefined) continue;
+      const from = at[slot] as number;
+      values[from + F] = this.fired[slot] as number;
+      cursor[slot] = from + HEADER;
+    }
     const cols = this.columns;
     for (let k = cols.length - 1; k >= 0; k--) {
       const c = cols[k] as Column;
-      const values = c.acc ?? c.n;
+      const counts = c.acc ?? c.n;
       for (let j = 0; j < c.size; j++) {
         const slot = c.slots[j] as number;
-        let st = formed[slot];
-        if (st === undefined) {
-          st = new Array<Slot>(HEADER + 2 * (this.cells[slot] as number));
-          st[T] = NO_TIME;
-          st[F] = this.fired[slot] as number;
-          formed[slot] = st;
-          at[slot] = HEADER;
-        }
-        const i = at[slot] as number;
-        st[i] = c.start;
-        st[i + 1] = values[j] as number;
-        at[slot] = i + 2;
+        const i = cursor[slot] as number;
+        values[i] = c.start;
+        values[i + 1] = counts[j] as number;
+        cursor[slot] = i + 2;
       }
     }
-    this.formed = formed;
-    return formed;
+    for (let slot = 0; slot < cap; slot++) {
+      if (this.slots.keyAt(slot) === undefined) continue;
+      const from = at[slot] as number;
+      if (cursor[slot] !== from + HEADER + 2 * (this.cells[slot] as number)) throw new Error(`node "${this.nodeId}": window state out of step (key ${JSON.stringify(this.slots.keyAt(slot))} lists ${(cursor[slot] as number - from - HEADER) / 2} cells, counts ${this.cells[slot]})`);
+      values[from + T] = this.timerOf(values, from, cursor[slot] as number);
+    }
+    this.formed = { at, values };
+    return this.formed;
   }
 
   /** The state changes: stored forms built for a snapshot are stale. */

@@ -5,7 +5,7 @@ import type { JsonObject, StreamRecord } from "../../core/api";
 import { OperatorHost } from "../../core/host";
 import { keyGroupOf, type KeyGroupRange } from "../../core/keys";
 import type { OperatorSpec } from "../../core/spec";
-import { decodeSnapshot } from "../../core/snapshot-codec";
+import { decodeSnapshot, packValues, unpackValues } from "../../core/snapshot-codec";
 import type { ImpliedTimers } from "../../core/spec";
 import { HeapKeyedStateBackend, tablesFromSnapshot } from "../../core/state";
 import { SerializingStateBackend } from "../../core/state/serializing.testkit";
@@ -402,6 +402,52 @@ describe("window operators against the reference model", () => {
         expect(impliedTimers.sort(byTimer)).toEqual([...perKey.timers].sort(byTimer));
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("counts kept by time: a checkpoint of more keys than the one-pass threshold holds the handle storage's state, packed as msgpackr packs it, and restores", () => {
+    // Past 256 keys asked for (or a 16th of the keys), a snapshot builds every key's stored form in
+    // one pass over the lists into one buffer (formAll) and packs them from it (packStored).
+    const arb = fc.record({
+      size: fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 6 })),
+      field: fc.boolean(),
+      lateness: fc.integer({ min: 0, max: 20 }),
+      ooo: fc.integer({ min: 0, max: 30 }),
+      keys: fc.integer({ min: 300, max: 700 }),
+      events: fc.array(fc.tuple(fc.nat(), fc.integer({ min: -40, max: 160 }), fc.integer({ min: 0, max: 3 })), { minLength: 1500, maxLength: 2500 }),
+      cut: fc.nat(),
+      reader: fc.constantFrom<Storage>("heap", "heap-map"),
+    });
+    fc.assert(
+      fc.property(arb, ({ size: [slide, k], field, lateness, ooo, keys, events, cut, reader }) => {
+        const aggregate: RefAggregate = field ? { op: "count", field: "x" } : { op: "count" };
+        const c: Case = { windows: { kind: "sliding", size: slide * k, slide }, type: "window.hopping", params: { sizeMs: slide * k, slideMs: slide, aggregate, allowedLatenessMs: lateness } };
+        const evs: RefEvent[] = events.map(([key, ts, hole]) => ({ key: `card-${key % keys}`, ts, value: hole === 0 ? { x: null } : { x: hole } }));
+        const at = cut % evs.length;
+        const snapshotAt = (storage: Storage): Uint8Array => {
+          const h = OperatorTestHarness.forSpec(specs[c.type], c.params, storageOpts(storage));
+          let maxTs = Number.NEGATIVE_INFINITY;
+          for (const e of evs.slice(0, at)) {
+            h.host.processBatch([{ value: e.value, timestamp: e.ts, key: e.key }]);
+            if (e.ts > maxTs) {
+              maxTs = e.ts;
+              h.processWatermark(maxTs - ooo - 1);
+            }
+          }
+          return h.snapshot();
+        };
+        const columns = snapshotAt("heap");
+        const decoded = decodeSnapshot(columns) as { state: Parameters<typeof tablesFromSnapshot>[0] };
+        const entriesOf = (bytes: Uint8Array): Array<[string, unknown]> =>
+          tablesFromSnapshot((decodeSnapshot(bytes) as { state: Parameters<typeof tablesFromSnapshot>[0] }).state)
+            .flatMap((t) => t.entries.map(([key, v]) => [key, v] as [string, unknown]))
+            .sort((a, b) => (a[0] < b[0] ? -1 : 1));
+        expect(entriesOf(columns)).toEqual(entriesOf(snapshotAt("heap-map")));
+        for (const t of decoded.state as unknown as Array<{ packed?: Uint8Array[] }>) for (const chunk of t.packed ?? []) expect([...chunk]).toEqual([...packValues(unpackValues(chunk))]);
+        expect(batchedRun(c, ooo, evs, "heap", [[at, reader]])).toEqual(batchedRun(c, ooo, evs, "heap-map"));
+      }),
+      // No shrinking: thousands of events shrink for minutes; the first counterexample is reported.
+      { numRuns: 12, endOnFailure: true },
     );
   });
 
