@@ -170,6 +170,24 @@ export class ValueWriter {
     }
   }
 
+  /**
+   * values[from, to) as one array value, when every element is a number (a slot row of doubles,
+   * a key's slices); undefined, with nothing written, as soon as one is not.
+   */
+  numberArray(values: ArrayLike<unknown>, from = 0, to = values.length): Uint8Array | undefined {
+    this.begin(5 + (to - from) * MAX_NUMBER_BYTES);
+    this.array(to - from);
+    for (let i = from; i < to; i++) {
+      const x = values[i];
+      if (typeof x !== "number") {
+        this.abandon();
+        return undefined;
+      }
+      this.number(x);
+    }
+    return this.end();
+  }
+
   /** Writes an ASCII string of fewer than 32 characters; false (nothing written) for any other. */
   str(value: string): boolean {
     const n = value.length;

@@ -14,7 +14,7 @@
 // them implied in the stored form (sliceColumnsTimers), a key's array of slices as the key-major
 // storage writes it, built from the lists for the keys that changed.
 import type { BatchContext, Collector, Key, ProcessContext, RuntimeContext, StreamRecord, WatermarkContext } from "../../core/api";
-import { MAX_NUMBER_BYTES, ValueWriter } from "../../core/snapshot-codec";
+import { ValueWriter } from "../../core/snapshot-codec";
 import { ChangeReportingSlotTableView, growColumn, KeySlots } from "../../core/state";
 import { divertFromWindow, type AggregateFunction, type Slot } from "./aggregate";
 import { floorMod, floorTo, SliceAssigner } from "./assigners";
@@ -652,13 +652,7 @@ export class SliceColumns {
     const formed = this.formed;
     if (formed === undefined || this.slots.keyAt(slot) === undefined) return undefined;
     const from = formed.at[slot] as number;
-    const length = HEADER + 2 * (this.cells[slot] as number);
-    const values = formed.values;
-    const w = this.writer;
-    w.begin(5 + length * MAX_NUMBER_BYTES);
-    w.array(length);
-    for (let i = from; i < from + length; i++) w.number(values[i] as number);
-    return w.end();
+    return this.writer.numberArray(formed.values, from, from + HEADER + 2 * (this.cells[slot] as number));
   }
 
   /**

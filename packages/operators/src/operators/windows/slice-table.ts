@@ -7,6 +7,7 @@
 // loads. Timers stay the host's (one per key, as on the handle path), so snapshots hold the same
 // state and timers whichever storage wrote them.
 import type { Key, RuntimeContext } from "../../core/api";
+import { ValueWriter } from "../../core/snapshot-codec";
 import { ChangeReportingSlotTableView, estimateBytes, KeySlots } from "../../core/state";
 import type { RunningTotals } from "./running-totals";
 import type { SliceState } from "./slice-state";
@@ -34,7 +35,15 @@ export class SliceTable {
     // Change-reporting: a checkpoint then packs only the keys whose slices changed since the last
     // one, as it did when the slices were in the heap backend's own table; rebuilding the columns
     // whole made a snapshot of 100 k keys with 1 % changed three times slower.
-    this.view = adopt(new ChangeReportingSlotTableView(name, "value", this.slots, (s) => this.rows[s], (entries) => this.load(entries), () => this.estimatedBytes()));
+    // Checkpoints write a row of numbers straight into its bytes (msgpackr's, without its per-value
+    // set-up); a row holding anything else (distinctCount's sets) is packed by msgpackr.
+    const writer = new ValueWriter();
+    this.view = adopt(
+      new ChangeReportingSlotTableView(name, "value", this.slots, (s) => this.rows[s], (entries) => this.load(entries), () => this.estimatedBytes(), (s) => {
+        const st = this.rows[s];
+        return st === undefined ? undefined : writer.numberArray(st);
+      }),
+    );
   }
 
   /** The key's slices were changed in place (a snapshot packs them again); add, delete and replace report themselves. */
