@@ -40,15 +40,15 @@ for (const w of workloads) {
     if (r.state) state = r.state;
   }
   const perKey = (b: number | undefined): string => (b === undefined || !state || state.keys === 0 ? "n/a" : `${Math.round(b / state.keys)} B`);
-  const row = `| ${w.title} | ${fmt(prepared.events)} | ${fmt(median(rates))}/s | ${rates.map((r) => fmt(r)).join(", ")} | ${fmt(outputs)} | ${state ? fmt(state.keys) : "n/a"} | ${perKey(state?.heapBytes)} | ${perKey(state?.estimatedBytes)} |`;
+  const row = `| ${w.title} | ${fmt(prepared.events)} | ${fmt(median(rates))}/s | ${rates.map((r) => fmt(r)).join(", ")} | ${fmt(outputs)} | ${state ? fmt(state.keys) : "n/a"} | ${perKey(state?.heapBytes)} | ${perKey(state?.estimatedBytes)} | ${state ? `${state.snapshotMs.toFixed(0)} ms, ${(state.snapshotBytes / 1e6).toFixed(1)} MB` : "n/a"} |`;
   rows.push(row);
   console.error(`${w.id}: ${row}`);
 }
 
 const load = os.loadavg().map((l) => l.toFixed(1)).join(" ");
 console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records ${feed.fresh ? "built a chunk at a time outside the clock" : "pre-built (a replayed pool)"}, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
-console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key |");
-console.log("|---|---:|---:|---|---:|---:|---:|---:|");
+console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key | full snapshot |");
+console.log("|---|---:|---:|---|---:|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);
-console.log(`\nheap / key: V8 heap plus ArrayBuffer growth over the run, measured before end of input (after GC), divided by live keys; needs --expose-gc. estimate / key: the engine's own state size estimate (metrics). Workloads:`);
+console.log(`\nheap / key: V8 heap plus ArrayBuffer growth over the run, measured before end of input (after GC), divided by live keys; needs --expose-gc. estimate / key: the engine's own state size estimate (metrics). full snapshot: OperatorHost.snapshot() of that live state once, every key packed (a first checkpoint), outside the timed part. Workloads:`);
 for (const w of workloads) if (!only || only.includes(w.id)) console.log(`- ${w.title}: ${w.description}`);

@@ -881,6 +881,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   /** release's hashKey of each record's key. */
   private hashes = new Int32Array(64);
   private readonly releaseOrder = new ReleaseOrder();
+  /** pendingByKey()'s index while the buffer is unchanged. */
+  private pendingIndex: Map<Key, { ts: number[]; values: JsonObject[] }> | undefined;
 
   constructor(private readonly params: VelocityParams) {
     super();
@@ -916,6 +918,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   }
 
   private buffer(ts: number, key: Key, value: JsonObject): void {
+    this.pendingIndex = undefined;
     const r = ts & (RECENT - 1);
     let at = this.recent[r];
     if (at === undefined || at.ts !== ts) {
@@ -935,6 +938,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
 
   onWatermark(watermark: number, ctx: WatermarkContext): void {
     for (let ts = this.times.peek(); ts !== undefined && ts <= watermark; ts = this.times.peek()) {
+      this.pendingIndex = undefined;
       this.times.pop();
       const at = this.pending.get(ts) as PendingAt;
       this.pending.delete(ts);
@@ -1003,9 +1007,16 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
 
   // ---- the table the backend snapshots: the handle storage's stored form, TTL stamp included
 
-  /** Waiting records by key, in release order of their timestamps (arrival order within one). */
+  /**
+   * Waiting records by key, in release order of their timestamps (arrival order within one), kept
+   * until the buffer changes: the heap backend snapshots a table without kept columns by get() per
+   * key, and building this per call made a checkpoint quadratic (10 k keys with 100 k records
+   * waiting: 91 s).
+   */
   private pendingByKey(): Map<Key, { ts: number[]; values: JsonObject[] }> {
+    if (this.pendingIndex !== undefined) return this.pendingIndex;
     const byKey = new Map<Key, { ts: number[]; values: JsonObject[] }>();
+    this.pendingIndex = byKey;
     const times = [...this.pending.keys()].sort((a, b) => a - b);
     for (const ts of times) {
       const at = this.pending.get(ts) as PendingAt;
@@ -1039,9 +1050,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     for (const slot of this.slots.slots()) {
       const key = this.slots.keyAt(slot) as Key;
       yield [key, this.heap.stored(slot, byKey.get(key))];
-      byKey.delete(key);
     }
-    for (const [key, p] of byKey) yield [key, this.heap.stored(-1, p)];
+    for (const [key, p] of byKey) if (this.slots.find(key) < 0) yield [key, this.heap.stored(-1, p)];
   }
   load(entries: ReadonlyArray<readonly [Key, unknown]>): void {
     for (const [key, stored] of entries) {
