@@ -176,16 +176,20 @@ export class ValueWriter {
    */
   numberArray(values: ArrayLike<unknown>, from = 0, to = values.length): Uint8Array | undefined {
     this.begin(5 + (to - from) * MAX_NUMBER_BYTES);
+    if (this.numbers(values, from, to)) return this.end();
+    this.abandon();
+    return undefined;
+  }
+
+  /** values[from, to) as an array inside the value being written; false as soon as one is not a number (the value is then to be abandoned). */
+  numbers(values: ArrayLike<unknown>, from: number, to: number): boolean {
     this.array(to - from);
     for (let i = from; i < to; i++) {
       const x = values[i];
-      if (typeof x !== "number") {
-        this.abandon();
-        return undefined;
-      }
+      if (typeof x !== "number") return false;
       this.number(x);
     }
-    return this.end();
+    return true;
   }
 
   /** Writes an ASCII string of fewer than 32 characters; false (nothing written) for any other. */

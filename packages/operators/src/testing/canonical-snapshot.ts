@@ -1,7 +1,7 @@
 // A job snapshot's content, whatever form its tables were written in (packed or columnar: the heap
 // backend writes tables its operator keeps in its own layout in columnar form, the disk backend
 // packs every table; timers packed in ranges or listed), for tests that compare the state two backends hold.
-import { decodeSnapshot } from "../core/snapshot-codec";
+import { bytesEqual, decodeSnapshot, packValues, unpackValues } from "../core/snapshot-codec";
 import { tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot, type TableSnapshot } from "../core/state";
 import { timersFromSnapshot, type TimersSnapshot } from "../core/timers";
 
@@ -25,4 +25,19 @@ export function canonicalJobSnapshot(bytes: Uint8Array): unknown {
     };
   }
   return { ...job, nodes };
+}
+
+/**
+ * An operator snapshot's packed value chunks (those of the tables named `table`, or all), each
+ * with whether its bytes are msgpackr's packing of its decoded values: tables written straight
+ * from their columns (ValueWriter) must give exactly those bytes.
+ */
+export function packedChunks(bytes: Uint8Array, table?: string): Array<{ table: string; repackedAlike: boolean }> {
+  const op = decodeSnapshot(bytes) as { state?: Array<{ name: string; packed?: Uint8Array[] }> };
+  const out: Array<{ table: string; repackedAlike: boolean }> = [];
+  for (const t of op.state ?? []) {
+    if (table !== undefined && t.name !== table) continue;
+    for (const chunk of t.packed ?? []) out.push({ table: t.name, repackedAlike: bytesEqual(chunk, packValues(unpackValues(chunk))) });
+  }
+  return out;
 }

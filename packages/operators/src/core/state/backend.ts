@@ -267,8 +267,9 @@ export interface StoredValues {
   keys(): Iterable<Key>;
   /**
    * The key's stored value already packed (what packValueView gives for it; a view, copied at
-   * once), or undefined when the key holds none: for tables that keep values in columns and can
-   * write their bytes without building the object (see ValueWriter). Not for map state.
+   * once), for tables that keep values in columns and can write their bytes without building the
+   * object (see ValueWriter); undefined when it cannot (or the key holds none): get()'s value is
+   * packed then. Not for map state.
    */
   packedValue?(key: Key): Uint8Array | undefined;
 }
@@ -432,7 +433,8 @@ class SnapshotColumns {
 
   /** The key's value packed (a view of a packer's buffer), or undefined when it holds none. */
   private packed(map: StoredValues, key: Key): Uint8Array | undefined {
-    if (map.packedValue !== undefined) return map.packedValue(key);
+    const packed = map.packedValue?.(key);
+    if (packed !== undefined) return packed;
     const v = map.get(key);
     if (v === undefined) return undefined;
     return packValueView(this.kind === "map" ? flatten(v as Map<string, unknown>) : v);

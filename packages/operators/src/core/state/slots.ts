@@ -5,7 +5,6 @@
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
 import { NumberMinHeap } from "../minheap";
-import { packValueView } from "../snapshot-codec";
 import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type StateKind } from "./backend";
 
 /** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
@@ -391,7 +390,7 @@ export class SlotTableView extends OperatorKeptTable {
     private readonly valueAt: (slot: number) => unknown,
     readonly load: (entries: ReadonlyArray<readonly [Key, unknown]>) => void,
     private readonly heapBytes?: () => number,
-    /** The slot's value packed straight from its columns (see StoredValues.packedValue), or undefined where it cannot be (valueAt's is packed then). */
+    /** The slot's value packed straight from its columns (see StoredValues.packedValue), or undefined where it cannot be. */
     packAt?: (slot: number) => Uint8Array | undefined,
   ) {
     super();
@@ -401,11 +400,7 @@ export class SlotTableView extends OperatorKeptTable {
         ? undefined
         : (key) => {
             const s = this.slots.find(key);
-            if (s < 0) return undefined;
-            const packed = packAt(s);
-            if (packed !== undefined) return packed;
-            const v = this.valueAt(s);
-            return v === undefined ? undefined : packValueView(v);
+            return s < 0 ? undefined : packAt(s);
           };
   }
   /** Set only with packAt: snapshots otherwise pack get()'s values. */

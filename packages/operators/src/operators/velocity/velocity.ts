@@ -658,8 +658,7 @@ class RowWindows implements WindowView {
     w.str("v");
     w.map(5);
     w.str("ts");
-    w.array(n);
-    for (let i = 0; i < n; i++) w.number(page[base + ROW_HEAD + i] as number);
+    w.numbers(page, base + ROW_HEAD, base + ROW_HEAD + n);
     w.str("ids");
     w.array(n);
     for (let i = 0; i < n; i++) {

@@ -646,7 +646,7 @@ export class SliceColumns {
   /**
    * The slot's stored form packed from formAll()'s buffer (the bytes msgpackr gives for
    * storedForm's array), once a checkpoint asked for enough keys to build it; before, undefined
-   * (the view packs storedForm's array, which counts towards building it).
+   * (the snapshot packs get()'s, storedForm's array, which counts towards building it).
    */
   private packStored(slot: number): Uint8Array | undefined {
     const formed = this.formed;
