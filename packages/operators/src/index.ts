@@ -9,7 +9,7 @@ export * from "./core/spec";
 export * from "./core/keys";
 export { OperatorHost, type HostEmit, type HostMetrics, type OperatorHostOptions, type StateStats } from "./core/host";
 export { HeapKeyedStateBackend, estimateBytes, keptColumnsVerification, setKeptColumnsVerification, type KeyedStateBackend, type StateBackendStats, type StateKind, type StateTable, type TableSnapshot } from "./core/state";
-export { encodeSnapshot, PROTO_FIELD_REFUSAL } from "./core/snapshot-codec";
+export { encodeSnapshot, joinPieces, PROTO_FIELD_REFUSAL, type SnapshotPieces } from "./core/snapshot-codec";
 export { TimerQueue, type TimerTuple } from "./core/timers";
 export { PartitionWatermarks, type PartitionWatermarkTuple } from "./core/watermarks";
 export { LocalJob, type ExchangeOutput, type JobEmission, type JobEndpoint, type LocalJobOptions, type NodeMetrics, type SourceOrigin } from "./runtime/job";

@@ -11,7 +11,8 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import type { JsonValue } from "@keyflow/operators";
+import type { JsonValue, SnapshotPieces } from "@keyflow/operators";
+import type { FileHandle } from "node:fs/promises";
 import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
 import { checkpointGraphSchema } from "./restore-compat";
 import { diskChainSchema, type DiskChain } from "../state/chain-files";
@@ -77,6 +78,12 @@ export interface TaskCheckpointState {
   disk?: DiskChain;
 }
 
+/**
+ * What a checkpoint writes: the single-threaded job's snapshot, whole or in pieces
+ * (LocalJob.snapshotPieces, written with one gathered write), or one part per task (parallel jobs).
+ */
+export type CheckpointState = Uint8Array | SnapshotPieces | TaskCheckpointState[];
+
 export interface StoredCheckpoint {
   meta: CheckpointMeta;
   /** Every sink committed this checkpoint's epoch (`_committed`); false: a restore finishes the commit. */
@@ -105,7 +112,7 @@ export interface CheckpointStore {
   /** An id greater than every checkpoint in the store, committed or not. */
   nextId(): Promise<number>;
   /** `state`: the job's snapshot, or one per task (parallel jobs; meta.tasks names their files). */
-  write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void>;
+  write(meta: CheckpointMeta, state: CheckpointState): Promise<void>;
   markCommitted(id: number): Promise<void>;
   /** Throws a FencedError (./lease.ts) when another runner took the folder over; stores without a folder own nothing. */
   checkOwner?(what: string): Promise<void>;
@@ -192,12 +199,12 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     return (all[all.length - 1]?.id ?? 0) + 1;
   }
 
-  async write(meta: CheckpointMeta, state: Uint8Array | TaskCheckpointState[]): Promise<void> {
+  async write(meta: CheckpointMeta, state: CheckpointState): Promise<void> {
     await writeFolder(this.location, name(meta.id), `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`, async (tmp) => {
       // The files at once: their fsyncs overlap (each waits for the device), and the folder is only
       // renamed into place once all of them are durable. A checkpoint of an exactly-once job is on
       // every alert's path: its sinks commit after this.
-      const files: Array<[string, string | Uint8Array]> = state instanceof Uint8Array ? [["state.bin", state]] : state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : []));
+      const files: Array<[string, string | Uint8Array | SnapshotPieces]> = Array.isArray(state) ? state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : [])) : [["state.bin", state]];
       files.push(["_metadata.json", JSON.stringify(meta, null, 2) + "\n"]);
       // Every write settled before a failure is thrown: the folder is removed then, with no write still going on in it.
       const written = await Promise.allSettled(files.map(([file, data]) => writeSynced(path.join(tmp, file), data)));
@@ -290,12 +297,30 @@ async function writeFolder(parent: string, finalName: string, tmpName: string, f
   await fsyncDir(parent);
 }
 
-async function writeSynced(file: string, data: string | Uint8Array): Promise<void> {
+async function writeSynced(file: string, data: string | Uint8Array | SnapshotPieces): Promise<void> {
   const handle = await fs.open(file, "w");
   try {
-    await handle.writeFile(data);
+    if (typeof data === "string" || data instanceof Uint8Array) await handle.writeFile(data);
+    else await writePieces(handle, data.pieces);
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/** Most buffers handed to one writev (POSIX guarantees IOV_MAX ≥ 16; Linux's is 1024). */
+const WRITEV_BUFFERS = 1024;
+
+/** Writes `pieces` in order at the file's position with gathered writes, whatever part of a write the system takes. */
+export async function writePieces(handle: Pick<FileHandle, "writev">, pieces: readonly Uint8Array[]): Promise<void> {
+  let rest = pieces.filter((p) => p.byteLength > 0);
+  while (rest.length > 0) {
+    const batch = rest.slice(0, WRITEV_BUFFERS);
+    let { bytesWritten } = await handle.writev(batch);
+    if (bytesWritten === 0) throw new Error("writing a checkpoint file: the system wrote nothing");
+    let i = 0;
+    while (i < batch.length && bytesWritten >= (batch[i] as Uint8Array).byteLength) bytesWritten -= (batch[i++] as Uint8Array).byteLength;
+    rest = rest.slice(i);
+    if (bytesWritten > 0) rest[0] = (rest[0] as Uint8Array).subarray(bytesWritten);
   }
 }

@@ -28,7 +28,7 @@ import { MaterializePacer } from "./materialize";
 import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
-import type { CheckpointMeta, CheckpointStore, StoredCheckpoint, TaskCheckpointState } from "./checkpoints";
+import type { CheckpointMeta, CheckpointState, CheckpointStore, StoredCheckpoint } from "./checkpoints";
 import { CHECKPOINT_FORMAT, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
 import { checkRestore, graphOf } from "./restore-compat";
 import { recoverEpoch, type TransactionProbe } from "./recover-epoch";
@@ -150,7 +150,7 @@ interface PreparedCheckpoint {
   id: number;
   started: number;
   t0: number;
-  state: Uint8Array | TaskCheckpointState[];
+  state: CheckpointState;
   sources: Record<string, JsonValue>;
   extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">;
   sinkList: RecordSink[];
@@ -614,7 +614,8 @@ export class JobDriver {
     const t0 = performance.now();
     const id = this.nextCheckpointId++;
     const disk = this.disk;
-    if (!disk) return this.commitCheckpoint(id, started, t0, job.snapshot(), Object.fromEntries(this.positions), {});
+    // In pieces: the state's packed columns go to the file as they are, not copied into one buffer first.
+    if (!disk) return this.commitCheckpoint(id, started, t0, job.snapshotPieces(), Object.fromEntries(this.positions), {});
     // Disk backend: the snapshot leaves keyed state out; the store writes its delta (or a full dump).
     const state = disk.referenceSnapshots(() => job.snapshot());
     const location = this.opts.checkpoints.location;
@@ -647,7 +648,7 @@ export class JobDriver {
     id: number,
     started: number,
     t0: number,
-    state: Uint8Array | TaskCheckpointState[],
+    state: CheckpointState,
     sources: Record<string, JsonValue>,
     extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">,
   ): Promise<void> {
@@ -694,7 +695,7 @@ export class JobDriver {
 
   /** Phase 1 (sinks prepare); resolves with the rest (write, commit, mark), for commitCheckpoint to run. */
   private async twoPhaseCommit(...[id, started, t0, state, sources, extra]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
-    const snapshotBytes = state instanceof Uint8Array ? state.byteLength : state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0);
+    const snapshotBytes = Array.isArray(state) ? state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0) : state.byteLength;
     // Disk-backend chains: the whole state a restore reads, and what this checkpoint added to it.
     const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
     const stateBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.reduce((m, f) => m + f.bytes, 0), 0);

@@ -24,7 +24,7 @@ import type {
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
 import type { ImpliedTimers, KeySelector, OperatorServices, OperatorSpec } from "./spec";
-import { decodeSnapshot, encodeSnapshot } from "./snapshot-codec";
+import { decodeSnapshot, encodeSnapshotPieces, joinPieces, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
 import {
   ExpiryIndex,
   HeapKeyedStateBackend,
@@ -577,7 +577,17 @@ export class OperatorHost {
 
   /** Everything needed to continue exactly: keyed state, timers, watermarks, operator state, counters. */
   snapshot(): Uint8Array {
-    const snap: HostSnapshot = {
+    return joinPieces(this.snapshotPieces());
+  }
+
+  /** snapshot()'s bytes in pieces: the packed key-group columns and timer ranges are the kept arrays themselves (see encodeSnapshotPieces). */
+  snapshotPieces(): SnapshotPieces {
+    return encodeSnapshotPieces((ref) => this.snapshotValue(ref));
+  }
+
+  private snapshotValue(ref: PieceRef): HostSnapshot {
+    const state = this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism);
+    return {
       format: SNAPSHOT_FORMAT,
       nodeId: this.nodeId,
       type: this.spec.type,
@@ -586,14 +596,14 @@ export class OperatorHost {
       channelWatermarks: [...this.channelWatermarks],
       channelIdle: [...this.channelIdle],
       processingTime: this.ctx.processingTime,
-      state: this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism),
+      // Same fields in the same order as the tables give them: the encoding writes an object's keys as they come.
+      state: state.map((t) => ("packed" in t ? { name: t.name, kind: t.kind, packedKeys: t.packedKeys?.map(ref) ?? null, packed: t.packed.map(ref) } : t)),
       // An adopted table's implied timers are not in the queue: see OperatorSpec.impliedTimers.
-      eventTimers: this.eventTimers.snapshotPacked(),
-      processingTimers: this.processingTimers.snapshotPacked(),
+      eventTimers: { packed: this.eventTimers.snapshotPacked().packed.map(ref) },
+      processingTimers: { packed: this.processingTimers.snapshotPacked().packed.map(ref) },
       operator: this.operator.snapshotState?.() ?? null,
       counters: { recordsIn: this.recordsIn, recordsOut: this.recordsOut, late: this.late },
     };
-    return encodeSnapshot(snap);
   }
 
   /** The timers this operator's heap storage leaves implied in its state (see OperatorSpec.impliedTimers). */

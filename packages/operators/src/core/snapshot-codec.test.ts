@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { packValueView, unpackValues, ValueWriter } from "./snapshot-codec";
+import { encodeSnapshot, encodeSnapshotPieces, joinPieces, packValueView, unpackValues, ValueWriter, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
 
 /** What the writer writes for a value it knows, or undefined when it declines (a string it cannot write). */
 function written(w: ValueWriter, value: unknown): Uint8Array | undefined {
@@ -79,5 +79,50 @@ describe("ValueWriter", () => {
       values.push(v);
     }
     views.forEach((bytes, i) => expect(unpackValues(bytes)).toEqual([values[i]]));
+  });
+});
+
+/** Bytes of `n` values 0..255 from `seed` (any byte, 0xc1 included, as packed floats hold). */
+const bytesOf = (n: number, seed: number): Uint8Array => Uint8Array.from({ length: n }, (_, i) => (seed * 31 + i * 7) & 0xff);
+
+describe("encodeSnapshotPieces", () => {
+  /** A snapshot-like value: records of one shape, arrays of byte columns, a nested snapshot's pieces. */
+  const valueOf = (ref: PieceRef, columns: Uint8Array[], nested: SnapshotPieces | undefined) => ({
+    format: "test/v1",
+    state: [{ name: "t", kind: "value", packedKeys: null, packed: columns.map(ref) }, { name: "u", kind: "list", packedKeys: columns.slice(0, 1).map(ref), packed: [] }],
+    nested: nested === undefined ? null : ref(nested),
+    counters: { a: 1, b: -2.5 },
+  });
+  const identity: PieceRef = (b) => (b instanceof Uint8Array ? b : joinPieces(b));
+
+  it("gives encodeSnapshot's bytes, for arrays under, at and over the bin16 and bin32 bounds, nested pieces included", () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(0, 17, 4095, 4096, 4097, 65535, 65536, 70_000), { maxLength: 6 }), fc.array(fc.constantFrom(10, 5000, 66_000), { maxLength: 3 }), (sizes, nestedSizes) => {
+        const columns = sizes.map((n, i) => bytesOf(n, i));
+        const nestedColumns = nestedSizes.map((n, i) => bytesOf(n, 100 + i));
+        const nested = nestedSizes.length === 0 ? undefined : encodeSnapshotPieces((ref) => valueOf(ref, nestedColumns, undefined));
+        const pieces = encodeSnapshotPieces((ref) => valueOf(ref, columns, nested));
+        const whole = encodeSnapshot(valueOf(identity, columns, nested === undefined ? undefined : { pieces: [joinPieces(nested)], byteLength: nested.byteLength }));
+        expect(pieces.byteLength).toBe(whole.byteLength);
+        expect(Buffer.from(joinPieces(pieces)).equals(Buffer.from(whole))).toBe(true);
+        // The large columns are the arrays themselves, not copies.
+        for (const c of columns) if (c.byteLength >= 4096) expect(pieces.pieces).toContain(c);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("encodes the value whole when the skeleton holds a stand-in's bytes elsewhere", () => {
+    const big = bytesOf(10_000, 1);
+    // A small bin whose bytes are exactly the first reference's stand-in, beside the real reference.
+    const lookalike = Uint8Array.from([0xc1, 0xc1, 0xc1, 0xc1, 0x6b, 0x66, 0, 0, 0, 0, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1]);
+    let builds = 0;
+    const build = (ref: PieceRef) => {
+      builds++;
+      return { a: ref(big), b: lookalike };
+    };
+    const pieces = encodeSnapshotPieces(build);
+    expect(builds).toBe(2);
+    expect(Buffer.from(joinPieces(pieces)).equals(Buffer.from(encodeSnapshot({ a: big, b: lookalike })))).toBe(true);
   });
 });

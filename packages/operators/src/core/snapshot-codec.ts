@@ -33,6 +33,117 @@ export function encodeSnapshot(value: unknown): Uint8Array {
   return new Uint8Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
 }
 
+/**
+ * A snapshot's bytes as pieces in order, their concatenation the snapshot (encodeSnapshotPieces):
+ * the large parts are the very arrays the state keeps (packed key-group columns, timer ranges),
+ * not copies, so a checkpoint writes them with one gathered write instead of copying the state
+ * into one buffer first.
+ */
+export interface SnapshotPieces {
+  readonly pieces: readonly Uint8Array[];
+  readonly byteLength: number;
+}
+
+/** Stands in for bytes inside a value given to encodeSnapshotPieces (see there). */
+export type PieceRef = (bytes: Uint8Array | SnapshotPieces) => Uint8Array;
+
+/** Below this, a referenced array is copied into the skeleton like any other (a piece each is not worth it). */
+const MIN_PIECE_BYTES = 4096;
+/**
+ * A reference's stand-in: 0xc1 (a byte MessagePack never uses, nor UTF-8) four times, "kf", the
+ * reference's index (uint32, big-endian) and 0xc1 six times. Packed as a bin8 of 16 bytes.
+ */
+const STAND_IN_BYTES = 16;
+const STAND_IN_NEEDLE = Uint8Array.from([0xc4, STAND_IN_BYTES, 0xc1, 0xc1, 0xc1, 0xc1, 0x6b, 0x66]);
+const STAND_IN_PACKED = 2 + STAND_IN_BYTES;
+
+/**
+ * encodeSnapshot(build(identity)) in pieces, without copying the large byte arrays the value holds
+ * (a checkpoint's snapshot is mostly packed state: it was copied four times on its way to the file,
+ * an operator's snapshot into its packer and out, then the job's: two fifths of the pause an
+ * exactly-once checkpoint put on every record at 100 k keys). `build` returns the value to encode
+ * and passes each array that may be large through `ref`: it gets a 16-byte stand-in to put in its
+ * place, and the stand-ins are found in the packed skeleton afterwards and replaced by a bin header
+ * and the array itself. A MessagePack bin's length is only in its header, so the result is
+ * byte for byte what encodeSnapshot writes. Referenced arrays must never change afterwards (the
+ * state's packed columns and timer ranges are replaced, never written over). Should the skeleton
+ * hold a stand-in's bytes elsewhere (only a bin of foreign bytes could), `build` runs again and the
+ * value is encoded whole.
+ */
+export function encodeSnapshotPieces(build: (ref: PieceRef) => unknown): SnapshotPieces {
+  const refs: Array<Uint8Array | SnapshotPieces> = [];
+  const value = build((bytes) => {
+    if (bytes.byteLength < MIN_PIECE_BYTES) return bytes instanceof Uint8Array ? bytes : joinPieces(bytes);
+    const standIn = new Uint8Array(STAND_IN_BYTES).fill(0xc1);
+    standIn.set(STAND_IN_NEEDLE.subarray(2), 0);
+    new DataView(standIn.buffer).setUint32(6, refs.length);
+    refs.push(bytes);
+    return standIn;
+  });
+  const packed = packr.pack(value, RESET_BUFFER_MODE);
+  if (refs.length === 0) return onePiece(new Uint8Array(packed));
+  const whole = (): SnapshotPieces => onePiece(encodeSnapshot(build((b) => (b instanceof Uint8Array ? b : joinPieces(b)))));
+  // The stand-ins' positions, by reference index; the skeleton is copied once and cut into views.
+  const at = new Array<number>(refs.length).fill(-1);
+  let found = 0;
+  for (let p = packed.indexOf(STAND_IN_NEEDLE); p >= 0; p = packed.indexOf(STAND_IN_NEEDLE, p + 1)) {
+    const index = packed.readUInt32BE(p + STAND_IN_NEEDLE.length);
+    let tail = true;
+    for (let i = p + STAND_IN_NEEDLE.length + 4; i < p + STAND_IN_PACKED; i++) if (packed[i] !== 0xc1) tail = false;
+    if (!tail || index >= refs.length || at[index] !== -1) return whole();
+    at[index] = p;
+    found++;
+  }
+  if (found !== refs.length) return whole();
+  const skeleton = new Uint8Array(packed);
+  const view = new DataView(skeleton.buffer);
+  const order = at.map((p, i) => [p, i] as const).sort((a, b) => a[0] - b[0]);
+  const pieces: Uint8Array[] = [];
+  let from = 0;
+  let byteLength = 0;
+  for (const [p, i] of order) {
+    const ref = refs[i] as Uint8Array | SnapshotPieces;
+    const n = ref.byteLength;
+    // The bin header over the stand-in's place (a bin16 or bin32: referenced arrays are never small).
+    let headerEnd: number;
+    if (n < 0x10000) {
+      skeleton[p] = 0xc5;
+      view.setUint16(p + 1, n);
+      headerEnd = p + 3;
+    } else {
+      skeleton[p] = 0xc6;
+      view.setUint32(p + 1, n);
+      headerEnd = p + 5;
+    }
+    pieces.push(skeleton.subarray(from, headerEnd));
+    byteLength += headerEnd - from;
+    if (ref instanceof Uint8Array) pieces.push(ref);
+    else for (const piece of ref.pieces) pieces.push(piece);
+    byteLength += n;
+    from = p + STAND_IN_PACKED;
+  }
+  if (from < skeleton.byteLength) {
+    pieces.push(skeleton.subarray(from));
+    byteLength += skeleton.byteLength - from;
+  }
+  return { pieces, byteLength };
+}
+
+function onePiece(bytes: Uint8Array): SnapshotPieces {
+  return { pieces: [bytes], byteLength: bytes.byteLength };
+}
+
+/** The pieces' concatenation, in one fresh array. */
+export function joinPieces(p: SnapshotPieces): Uint8Array {
+  const out = new Uint8Array(p.byteLength);
+  let pos = 0;
+  for (const piece of p.pieces) {
+    out.set(piece, pos);
+    pos += piece.byteLength;
+  }
+  return out;
+}
+
 export function decodeSnapshot(bytes: Uint8Array): unknown {
   return unpackr.unpack(bytes);
 }

@@ -8,7 +8,7 @@ import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
 import type { OperatorServices, OperatorSpec } from "../core/spec";
 import type { KeyedStateBackend, MaterializeBudget } from "../core/state";
-import { decodeSnapshot, encodeSnapshot, PROTO_FIELD_REFUSAL } from "../core/snapshot-codec";
+import { decodeSnapshot, encodeSnapshotPieces, joinPieces, PROTO_FIELD_REFUSAL, type PieceRef, type SnapshotPieces } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
 import type { PipelineDocument } from "../pipeline/document";
 import { validatePipeline } from "../pipeline/validate";
@@ -550,12 +550,28 @@ export class LocalJob {
    * Emissions not yet drained are not part of it: drain (and write them) before snapshotting.
    */
   snapshot(): Uint8Array {
+    return joinPieces(this.snapshotPieces());
+  }
+
+  /**
+   * snapshot()'s bytes in pieces, most of them the state's own packed arrays (see
+   * encodeSnapshotPieces): what a checkpoint writes with one gathered write, without copying the
+   * state into one buffer while every record waits. The pieces never change; the caller may keep
+   * them while the job goes on.
+   */
+  snapshotPieces(): SnapshotPieces {
     this.flush();
-    const nodes: Record<string, Uint8Array> = {};
+    const hosts = new Map<string, SnapshotPieces>();
     for (const id of this.graph.order) {
       const h = this.hosts.get(id);
-      if (h) nodes[id] = h.snapshot();
+      if (h) hosts.set(id, h.snapshotPieces());
     }
+    return encodeSnapshotPieces((ref) => this.snapshotValue(ref, hosts));
+  }
+
+  private snapshotValue(ref: PieceRef, hosts: ReadonlyMap<string, SnapshotPieces>): JobSnapshot {
+    const nodes: Record<string, Uint8Array> = {};
+    for (const [id, pieces] of hosts) nodes[id] = ref(pieces);
     const sources: JobSnapshot["sources"] = {};
     for (const [id, s] of this.sourceRuntimes) {
       sources[id] = { watermarks: s.watermarks.snapshot(), idle: s.idle, counters: [s.recordsIn, s.recordsOut, s.deadLetters] };
@@ -570,7 +586,7 @@ export class LocalJob {
       sinkCounts: Object.fromEntries([...this.sinkCounts].sort()),
       deadLetterCounts: Object.fromEntries([...this.deadLetterCounts].sort()),
     };
-    return encodeSnapshot(snap);
+    return snap;
   }
 
   private restoreRuntime(snap: JobSnapshot): void {
