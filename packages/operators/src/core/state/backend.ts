@@ -582,7 +582,8 @@ class SnapshotColumns {
     copyRun(oldKeys.length);
     if (keys !== undefined) this.concatenatedKeys = undefined;
     const groupKeys = keys ?? oldKeys;
-    this.groups[g] = { keys: groupKeys, packedKeys: keys !== undefined || old === undefined ? packValues(groupKeys) : old.packedKeys, bytes, offsets };
+    const packedKeys = old === undefined ? packValues(groupKeys) : keys !== undefined ? splicedKeys(oldKeys, old.packedKeys, keys) : old.packedKeys;
+    this.groups[g] = { keys: groupKeys, packedKeys, bytes, offsets };
   }
 
   concat(): PackedColumns {
@@ -606,6 +607,65 @@ class SnapshotColumns {
     this.concatenated = { keys, packedKeys, packed };
     return this.concatenated;
   }
+}
+
+/**
+ * packValues(keys) for a group whose keys were `oldKeys`, packed as `oldPacked`: the bytes of the
+ * keys it kept copied in runs, only the new ones packed. Packing every key of each group that
+ * gained or lost one made a checkpoint cost the whole state's keys once a few new keys arrived in
+ * every group (at 1 M keys, 100 new ones took a snapshot from 65 to 250 ms).
+ */
+function splicedKeys(oldKeys: readonly Key[], oldPacked: Uint8Array, keys: readonly Key[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  let runStart = 0;
+  let pos = 0;
+  let i = 0;
+  const endRun = (): void => {
+    if (pos > runStart) {
+      parts.push(oldPacked.subarray(runStart, pos));
+      size += pos - runStart;
+    }
+  };
+  for (let j = 0; j < keys.length; j++) {
+    const k = keys[j] as Key;
+    // Old keys not kept (both lists are sorted): their bytes end the run.
+    while (i < oldKeys.length && oldKeys[i] !== k && (oldKeys[i] as Key) < k) {
+      endRun();
+      pos += packedStrLength(oldPacked, pos);
+      runStart = pos;
+      i++;
+    }
+    if (i < oldKeys.length && oldKeys[i] === k) {
+      pos += packedStrLength(oldPacked, pos);
+      i++;
+      continue;
+    }
+    endRun();
+    runStart = pos;
+    // A view of the packer's buffer (never written over), copied into the result below, as repack's values.
+    const packed = packValueView(k);
+    parts.push(packed);
+    size += packed.byteLength;
+  }
+  endRun();
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}
+
+/** The length of the MessagePack string at `pos` (its header and bytes). */
+function packedStrLength(bytes: Uint8Array, pos: number): number {
+  const h = bytes[pos] as number;
+  if ((h & 0xe0) === 0xa0) return 1 + (h & 0x1f);
+  if (h === 0xd9) return 2 + (bytes[pos + 1] as number);
+  if (h === 0xda) return 3 + (((bytes[pos + 1] as number) << 8) | (bytes[pos + 2] as number));
+  if (h === 0xdb) return 5 + (((bytes[pos + 1] as number) << 24) >>> 0) + (((bytes[pos + 2] as number) << 16) | ((bytes[pos + 3] as number) << 8) | (bytes[pos + 4] as number));
+  throw new Error(`a packed key group holds a value that is not a string (MessagePack type 0x${h.toString(16)} at byte ${pos})`);
 }
 
 /** Packed values joined into one group: the bytes and where each value starts. */
