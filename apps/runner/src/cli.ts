@@ -173,6 +173,8 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     return 0;
   } catch (err) {
     process.stderr.write(`keyflow run: ${file}: ${errorMessage(err)}\n`);
+    // Where it was thrown, for the platform engineer reading a debug log (a broker's error says what, not where).
+    if (env.logLevel === "debug" && err instanceof Error && err.stack !== undefined) process.stderr.write(`${err.stack}\n`);
     return 1;
   } finally {
     process.off("SIGINT", onSignal);

@@ -84,17 +84,30 @@ export function resolveBrokers(nodeId: string, fromParams: readonly string[] | u
   return brokers;
 }
 
-/** Creates the topic with the broker's defaults when it does not exist (sinks and dead letters). */
+/**
+ * Creates the topic with the broker's defaults when it does not exist (sinks and dead letters), and
+ * waits until it is served. Without kafkajs's `waitForLeaders` (on by default): its wait retries only
+ * LEADER_NOT_AVAILABLE, and a broker creating several topics at once (runners started together)
+ * answers UNKNOWN_TOPIC_OR_PARTITION for a new one for a while, which failed the job at its start.
+ * untilServed waits through both.
+ */
 export async function ensureTopic(admin: Admin, topic: string): Promise<void> {
   const existing = await admin.listTopics();
   if (existing.includes(topic)) return;
   try {
-    await admin.createTopics({ topics: [{ topic }], waitForLeaders: true });
+    await admin.createTopics({ topics: [{ topic }], waitForLeaders: false });
   } catch (err) {
     // Another writer created it meanwhile.
-    if (!(await admin.listTopics()).includes(topic)) throw err;
+    if (errorType(err) !== "TOPIC_ALREADY_EXISTS" && !(await admin.listTopics()).includes(topic)) throw err;
   }
   await untilServed(admin, topic);
+}
+
+/** The broker's error type of a kafkajs error, or of the error its retries gave up on. */
+function errorType(err: unknown): string | undefined {
+  const e = err as { type?: unknown; cause?: { type?: unknown } };
+  const type = e.type ?? e.cause?.type;
+  return typeof type === "string" ? type : undefined;
 }
 
 /** Errors of a partition whose leader is elected in the metadata but does not serve it yet. */
@@ -115,9 +128,8 @@ export async function untilServed(admin: Admin, topic: string, timeoutMs = 15_00
       return;
     } catch (err) {
       // kafkajs retries these itself first, then throws its retries-exceeded error with the broker's as cause.
-      const e = err as { type?: unknown; cause?: { type?: unknown } };
-      const type = e.type ?? e.cause?.type;
-      if (typeof type !== "string" || !NOT_SERVED_YET.has(type) || Date.now() >= deadline) throw err;
+      const type = errorType(err);
+      if (type === undefined || !NOT_SERVED_YET.has(type) || Date.now() >= deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
