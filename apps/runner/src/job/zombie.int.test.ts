@@ -6,7 +6,9 @@
 // replacement's InitProducerId, and its checkpoint folder lease by the replacement's newer one),
 // without a fresh producer and without writing a checkpoint, and the output read with read_committed
 // must equal an uninterrupted run's exactly. Slow by nature: the freeze lasts past the 60 s minimum
-// transaction timeout plus the broker's 10 s check for expired transactions.
+// transaction timeout plus the broker's 10 s check for expired transactions. The three scenarios
+// run concurrently (each on its own job, topics and checkpoint folder): most of their time is the
+// freeze, and one after another they took five minutes of CI.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -155,61 +157,64 @@ function expectZombieFencedAndOutputExact(r: Awaited<ReturnType<typeof zombieSce
   for (const k of ["alerts", "dupes", "deadLetters"]) expect({ k, ...difference(r.got[k]!, want[k]!) }).toEqual({ k, missing: 0, extra: 0 });
 }
 
-describe("a zombie runner (SIGSTOP past its transaction timeout, replaced, then SIGCONT)", () => {
-  // Frozen mid-stream, just after its second checkpoint was committed (`_committed` written), so it
-  // holds an open transaction of the next epoch.
-  it("frozen between checkpoints: it stops itself as fenced, writes no checkpoint, and the committed output equals an uninterrupted run's", { timeout: 600_000 }, async () => {
-    const committed = (ckpt: string, id: number) => existsSync(path.join(ckpt, `chk-${String(id).padStart(10, "0")}`, "_committed"));
-    expectZombieFencedAndOutputExact(await zombieScenario("between", { when: (ckpt) => newest(ckpt) >= 2 && committed(ckpt, newest(ckpt)) }));
+// One concurrent suite around both, so that the suites run side by side too, not only their tests.
+describe.concurrent("zombies", () => {
+  describe("a zombie runner (SIGSTOP past its transaction timeout, replaced, then SIGCONT)", () => {
+    // Frozen mid-stream, just after its second checkpoint was committed (`_committed` written), so it
+    // holds an open transaction of the next epoch.
+    it.concurrent("frozen between checkpoints: it stops itself as fenced, writes no checkpoint, and the committed output equals an uninterrupted run's", { timeout: 600_000 }, async () => {
+      const committed = (ckpt: string, id: number) => existsSync(path.join(ckpt, `chk-${String(id).padStart(10, "0")}`, "_committed"));
+      expectZombieFencedAndOutputExact(await zombieScenario("between", { when: (ckpt) => newest(ckpt) >= 2 && committed(ckpt, newest(ckpt)) }));
+    });
+
+    // Frozen inside the commit window (`chk-3` durable, no sink committed yet) past the transaction
+    // timeout: the broker aborts every transaction checkpoint 3 lists, so none of its epoch's output is
+    // visible. The replacement finds them all lost, restores checkpoint 2 instead and replays the epoch
+    // (./recover-epoch.ts); the resumed zombie's commit of checkpoint 3 is then refused as fenced.
+    it.concurrent("frozen inside the commit window past the transaction timeout: the replacement replays the lost epoch from the checkpoint before it", { timeout: 600_000 }, async () => {
+      const r = await zombieScenario("commit-window", { env: { KEYFLOW_STOP_AT: "after-checkpoint-write@3" } });
+      expect(r.replacement.stderr).toMatch(/checkpoint 3 was written but never committed, and the broker aborted every transaction it lists .* replayed from checkpoint 2/);
+      expectZombieFencedAndOutputExact(r);
+    });
   });
 
-  // Frozen inside the commit window (`chk-3` durable, no sink committed yet) past the transaction
-  // timeout: the broker aborts every transaction checkpoint 3 lists, so none of its epoch's output is
-  // visible. The replacement finds them all lost, restores checkpoint 2 instead and replays the epoch
-  // (./recover-epoch.ts); the resumed zombie's commit of checkpoint 3 is then refused as fenced.
-  it("frozen inside the commit window past the transaction timeout: the replacement replays the lost epoch from the checkpoint before it", { timeout: 600_000 }, async () => {
-    const r = await zombieScenario("commit-window", { env: { KEYFLOW_STOP_AT: "after-checkpoint-write@3" } });
-    expect(r.replacement.stderr).toMatch(/checkpoint 3 was written but never committed, and the broker aborted every transaction it lists .* replayed from checkpoint 2/);
-    expectZombieFencedAndOutputExact(r);
-  });
-});
-
-describe("a runner frozen between its sinks' commits and its dead letters' past the transaction timeout", () => {
-  // KEYFLOW_STOP_AT=after-sinks-commit@3: checkpoint 3's sink transactions are committed (visible),
-  // its dead letters' transaction stays open until the broker aborts it. Replaying the epoch would
-  // write the committed alerts twice and going on would lose the dead letters: the replacement must
-  // refuse to start, naming the checkpoint and each transaction, on every attempt, and have written
-  // nothing twice.
-  it("the replacement refuses the partly lost checkpoint with a clear error, and again on the next start", { timeout: 600_000 }, async () => {
-    const tag = "mixed";
-    const name = `zombie-${tag}-${run}`;
-    const base = `zombie-${run}-${tag}`;
-    const file = writePipeline(name, base);
-    const ckpt = path.join(dir, `ckpt-${tag}`);
-    const first = startCli(["run", file, "--checkpoint-dir", ckpt], { env: { ...cliEnv, KEYFLOW_STOP_AT: "after-sinks-commit@3" } });
-    let firstExit: CliResult | undefined;
-    void first.done.then((r) => (firstExit = r));
-    try {
-      await eventually(() => firstExit !== undefined || isStopped(first.child.pid), "the first runner to stop itself (KEYFLOW_STOP_AT)", 120_000, 10);
-      expect(firstExit, firstExit?.stderr.slice(-2_000)).toBeUndefined();
-      await new Promise((r) => setTimeout(r, FREEZE_MS));
-    } finally {
-      if (firstExit === undefined) first.child.kill("SIGKILL");
-    }
-    await first.done;
-    const refusal = new RegExp(
-      `keyflow run: .*checkpoint 3 cannot be recovered exactly: its epoch's output is partly lost\\. ` +
-        `lost \\(aborted by the broker, never visible\\): the dead-letter output \\(transactional id "keyflow\\.${name}\\.dead-letters\\.0\\.[01]"\\): [A-Z_]+; ` +
-        `committed \\(visible to read_committed consumers\\): node "(alerts|dupes)"`,
-    );
-    for (const attempt of [1, 2]) {
-      const r = await startCli(["run", file, "--checkpoint-dir", ckpt], { env: cliEnv }).done;
-      expect(r.code, `attempt ${attempt}: ${r.stderr.slice(-3_000)}`).not.toBe(0);
-      expect(r.stderr, `attempt ${attempt}`).toMatch(refusal);
-    }
-    // Nothing of the uninterrupted run's output is there twice, and nothing that run did not write.
-    const got = await outputs(name, base);
-    for (const k of ["alerts", "dupes", "deadLetters"]) expect({ k, extra: difference(got[k]!, want[k]!).extra }).toEqual({ k, extra: 0 });
-    expect(got.alerts!.length).toBeGreaterThan(0);
+  describe("a runner frozen between its sinks' commits and its dead letters' past the transaction timeout", () => {
+    // KEYFLOW_STOP_AT=after-sinks-commit@3: checkpoint 3's sink transactions are committed (visible),
+    // its dead letters' transaction stays open until the broker aborts it. Replaying the epoch would
+    // write the committed alerts twice and going on would lose the dead letters: the replacement must
+    // refuse to start, naming the checkpoint and each transaction, on every attempt, and have written
+    // nothing twice.
+    it.concurrent("the replacement refuses the partly lost checkpoint with a clear error, and again on the next start", { timeout: 600_000 }, async () => {
+      const tag = "mixed";
+      const name = `zombie-${tag}-${run}`;
+      const base = `zombie-${run}-${tag}`;
+      const file = writePipeline(name, base);
+      const ckpt = path.join(dir, `ckpt-${tag}`);
+      const first = startCli(["run", file, "--checkpoint-dir", ckpt], { env: { ...cliEnv, KEYFLOW_STOP_AT: "after-sinks-commit@3" } });
+      let firstExit: CliResult | undefined;
+      void first.done.then((r) => (firstExit = r));
+      try {
+        await eventually(() => firstExit !== undefined || isStopped(first.child.pid), "the first runner to stop itself (KEYFLOW_STOP_AT)", 120_000, 10);
+        expect(firstExit, firstExit?.stderr.slice(-2_000)).toBeUndefined();
+        await new Promise((r) => setTimeout(r, FREEZE_MS));
+      } finally {
+        if (firstExit === undefined) first.child.kill("SIGKILL");
+      }
+      await first.done;
+      const refusal = new RegExp(
+        `keyflow run: .*checkpoint 3 cannot be recovered exactly: its epoch's output is partly lost\\. ` +
+          `lost \\(aborted by the broker, never visible\\): the dead-letter output \\(transactional id "keyflow\\.${name}\\.dead-letters\\.0\\.[01]"\\): [A-Z_]+; ` +
+          `committed \\(visible to read_committed consumers\\): node "(alerts|dupes)"`,
+      );
+      for (const attempt of [1, 2]) {
+        const r = await startCli(["run", file, "--checkpoint-dir", ckpt], { env: cliEnv }).done;
+        expect(r.code, `attempt ${attempt}: ${r.stderr.slice(-3_000)}`).not.toBe(0);
+        expect(r.stderr, `attempt ${attempt}`).toMatch(refusal);
+      }
+      // Nothing of the uninterrupted run's output is there twice, and nothing that run did not write.
+      const got = await outputs(name, base);
+      for (const k of ["alerts", "dupes", "deadLetters"]) expect({ k, extra: difference(got[k]!, want[k]!).extra }).toEqual({ k, extra: 0 });
+      expect(got.alerts!.length).toBeGreaterThan(0);
+    });
   });
 });
