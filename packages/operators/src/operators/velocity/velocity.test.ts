@@ -305,6 +305,28 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
     );
   });
 
+  // Timestamps far apart and fractional: any compact form of a heap row (say int32 offsets from its
+  // first timestamp) would have to give way for these. Timestamps and windows are scaled by 2^28 ms
+  // (eight steps are past 2^31), some with a quarter millisecond.
+  it("timestamps spanning more than 2^31 ms within a window, and fractional ones: same sequence on both, equal to the recount, and restored across them", () => {
+    const SCALE = 2 ** 28;
+    fc.assert(
+      fc.property(busyArb, busyParamsArb, jittersArb(BOUND), fc.constantFrom(0, 0.25), fc.nat(), fc.boolean(), (busy, p, jitters, frac, at, heapFirst) => {
+        const params = { threshold: Math.min(p.threshold, 6), windowMs: Math.ceil(p.windowMs / 20) * SCALE, mode };
+        const arrivals = arrivalOrder(busy, jitters, BOUND).map((e, i) => ({ ...e, ts: e.ts * SCALE + (i % 3 === 0 ? frac : 0) }));
+        const events = [...arrivals].sort((a, b) => a.ts - b.ts);
+        const bound = BOUND * SCALE;
+        const onHeap = run(velocitySpec, params, arrivals, bound, keyed);
+        expect(onHeap).toEqual(run(velocitySpec, params, arrivals, bound, serializing));
+        expect(linesOf(onHeap)).toEqual(expected(events, arrivals, params));
+        const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
+        expect(runWithRestore(velocitySpec, params, arrivals, bound, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
+        expect(runWithRestore(velocitySpec, params, arrivals, bound, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
   it("processBatch (the records between two watermarks in one call) emits what processElement does, late records included, on both storages", () => {
     // The watermark trails the arrivals by BOUND, but records arrive up to 2 × BOUND late, so some are late.
     const batched = (params: { threshold: number; windowMs: number }, arrivals: readonly TestEvent[], opts: typeof keyed): HarnessOutput[] => {
