@@ -289,17 +289,20 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
     );
   const busyParamsArb = fc.record({ threshold: fc.integer({ min: 1, max: 30 }), windowMs: fc.integer({ min: 5, max: 200 }) });
 
+  /** Heap and handle storage emit the same sequence, equal to the recount, and a restore at `at` (across storages, and on the heap) changes nothing. */
+  const expectBothStoragesAndRestores = (params: { threshold: number; windowMs: number; mode: typeof mode }, events: readonly TestEvent[], arrivals: readonly TestEvent[], bound: number, at: number, heapFirst: boolean): void => {
+    const onHeap = run(velocitySpec, params, arrivals, bound, keyed);
+    expect(onHeap).toEqual(run(velocitySpec, params, arrivals, bound, serializing));
+    expect(linesOf(onHeap)).toEqual(expected(events, arrivals, params));
+    const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
+    expect(runWithRestore(velocitySpec, params, arrivals, bound, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
+    expect(runWithRestore(velocitySpec, params, arrivals, bound, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
+  };
+
   it("busy keys and records without ids: same sequence on both, equal to the recount, and restored across them", () => {
     fc.assert(
       fc.property(busyArb, busyParamsArb, jittersArb(BOUND), fc.nat(), fc.boolean(), (events, p, jitters, at, heapFirst) => {
-        const params = { ...p, mode };
-        const arrivals = arrivalOrder(events, jitters, BOUND);
-        const onHeap = run(velocitySpec, params, arrivals, BOUND, keyed);
-        expect(onHeap).toEqual(run(velocitySpec, params, arrivals, BOUND, serializing));
-        expect(linesOf(onHeap)).toEqual(expected(events, arrivals, params));
-        const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
-        expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
-        expect(runWithRestore(velocitySpec, params, arrivals, BOUND, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
+        expectBothStoragesAndRestores({ ...p, mode }, events, arrivalOrder(events, jitters, BOUND), BOUND, at, heapFirst);
       }),
       { numRuns: NUM_RUNS },
     );
@@ -314,14 +317,7 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
       fc.property(busyArb, busyParamsArb, jittersArb(BOUND), fc.constantFrom(0, 0.25), fc.nat(), fc.boolean(), (busy, p, jitters, frac, at, heapFirst) => {
         const params = { threshold: Math.min(p.threshold, 6), windowMs: Math.ceil(p.windowMs / 20) * SCALE, mode };
         const arrivals = arrivalOrder(busy, jitters, BOUND).map((e, i) => ({ ...e, ts: e.ts * SCALE + (i % 3 === 0 ? frac : 0) }));
-        const events = [...arrivals].sort((a, b) => a.ts - b.ts);
-        const bound = BOUND * SCALE;
-        const onHeap = run(velocitySpec, params, arrivals, bound, keyed);
-        expect(onHeap).toEqual(run(velocitySpec, params, arrivals, bound, serializing));
-        expect(linesOf(onHeap)).toEqual(expected(events, arrivals, params));
-        const [a, b] = heapFirst ? [keyed, serializing] : [serializing, keyed];
-        expect(runWithRestore(velocitySpec, params, arrivals, bound, at % (arrivals.length + 1), a, b)).toEqual(onHeap);
-        expect(runWithRestore(velocitySpec, params, arrivals, bound, at % (arrivals.length + 1), keyed)).toEqual(onHeap);
+        expectBothStoragesAndRestores(params, [...arrivals].sort((a, b) => a.ts - b.ts), arrivals, BOUND * SCALE, at, heapFirst);
       }),
       { numRuns: NUM_RUNS },
     );
