@@ -16,9 +16,10 @@ export function requireKafkaBrokers(): readonly string[] {
 
 /**
  * Every message of `topic`, read with read_committed from the start until the reader has passed the
- * end offsets of every partition (transaction markers included), as sorted "key|value" strings.
+ * end offsets of every partition (transaction markers included), as sorted "key|value" strings (or
+ * in the order read, `sorted` false: offset order within a partition).
  */
-export async function readCommitted(kafka: Kafka, admin: Admin, topic: string): Promise<string[]> {
+export async function readCommitted(kafka: Kafka, admin: Admin, topic: string, sorted = true): Promise<string[]> {
   const ends = new Map<number, number>();
   for (const o of await admin.fetchTopicOffsets(topic)) if (Number(o.high) > Number(o.low)) ends.set(o.partition, Number(o.high));
   const out: string[] = [];
@@ -37,7 +38,7 @@ export async function readCommitted(kafka: Kafka, admin: Admin, topic: string): 
   } finally {
     await consumer.disconnect();
   }
-  return out.sort();
+  return sorted ? out.sort() : out;
 }
 
 /** A JSON request to the runner's HTTP API at `baseUrl`: the status and the parsed body. */

@@ -1,16 +1,25 @@
 import { describe, expect, it } from "vitest";
 import { KafkaJSNonRetriableError, KafkaJSProtocolError } from "kafkajs";
-import { chunks, fencedErrorType } from "./writer";
+import { fencedErrorType, requestLength } from "./writer";
 
-describe("chunks", () => {
-  it("splits a write into requests under the byte limit, in order, never leaving a message out", () => {
-    const messages = Array.from({ length: 50 }, (_, i) => ({ key: `k${i}`, value: "x".repeat(100 + i) }));
-    const parts = chunks(messages, 1_000);
-    expect(parts.flat()).toEqual(messages);
-    for (const p of parts) expect(p.reduce((n, m) => n + String(m.value).length + String(m.key).length + 64, 0)).toBeLessThanOrEqual(1_000);
+describe("requestLength", () => {
+  it("fills a request up to the byte limit, never with nothing, and leaves the rest for the next", () => {
+    const sizes = Array.from({ length: 50 }, (_, i) => 164 + i);
+    let rest = sizes;
+    const requests: number[][] = [];
+    while (rest.length > 0) {
+      const n = requestLength(rest, 1_000);
+      requests.push(rest.slice(0, n));
+      rest = rest.slice(n);
+    }
+    expect(requests.flat()).toEqual(sizes);
+    for (const r of requests) expect(r.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1_000);
+    // Full: the next size would not have fitted.
+    for (let i = 0; i + 1 < requests.length; i++) expect(requests[i]!.reduce((a, b) => a + b, 0) + requests[i + 1]![0]!).toBeGreaterThan(1_000);
     // A message larger than the limit still goes, alone.
-    expect(chunks([{ value: "y".repeat(5_000) }, { value: "z" }], 1_000).map((p) => p.length)).toEqual([1, 1]);
-    expect(chunks([], 1_000)).toEqual([]);
+    expect(requestLength([5_000, 1], 1_000)).toBe(1);
+    expect(requestLength([1, 5_000], 1_000)).toBe(1);
+    expect(requestLength([], 1_000)).toBe(0);
   });
 });
 

@@ -82,29 +82,27 @@ export type PreparedTransaction = z.infer<typeof preparedTransactionSchema>;
 /** Payload bytes per produce request: well under the broker's default message.max.bytes (1 MiB). */
 const MAX_REQUEST_BYTES = 512 * 1024;
 
+/** Bytes that may wait behind the request in flight before send() makes its caller wait (backpressure). */
+export const MAX_QUEUED_BYTES = 4 * MAX_REQUEST_BYTES;
+
 function byteSize(v: Message["value"] | Message["key"]): number {
   if (v === null || v === undefined) return 0;
   return typeof v === "string" ? Buffer.byteLength(v) : v.byteLength;
 }
 
-/** Splits `messages` into runs of at most `maxBytes` of keys, values and headers (at least one message each). */
-export function chunks(messages: Message[], maxBytes: number): Message[][] {
-  const out: Message[][] = [];
-  let current: Message[] = [];
+/** A message's keys, value and headers in bytes, plus its record overhead (an estimate: what a request carries). */
+function messageBytes(m: Message): number {
+  let size = byteSize(m.value) + byteSize(m.key) + 64;
+  for (const [k, h] of Object.entries(m.headers ?? {})) size += k.length + (Array.isArray(h) ? h.reduce((n, x) => n + byteSize(x), 0) : byteSize(h));
+  return size;
+}
+
+/** How many of the first `sizes` go into one request: as many as fit in `maxBytes`, and at least one. */
+export function requestLength(sizes: readonly number[], maxBytes: number): number {
+  let n = 0;
   let bytes = 0;
-  for (const m of messages) {
-    let size = byteSize(m.value) + byteSize(m.key) + 64;
-    for (const [k, h] of Object.entries(m.headers ?? {})) size += k.length + (Array.isArray(h) ? h.reduce((n, x) => n + byteSize(x), 0) : byteSize(h));
-    if (current.length > 0 && bytes + size > maxBytes) {
-      out.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(m);
-    bytes += size;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
+  while (n < sizes.length && (n === 0 || bytes + (sizes[n] as number) <= maxBytes)) bytes += sizes[n++] as number;
+  return n;
 }
 
 interface Slot {
@@ -119,9 +117,28 @@ export class KafkaWriter {
   private slots: Slot[] = [];
   private current: 0 | 1 = 0;
   private transaction: Transaction | undefined;
-  /** The one send in flight; later sends wait for it (ordering and backpressure). */
+  /**
+   * Messages waiting behind the request in flight, sent together in one request (or a few, by
+   * MAX_REQUEST_BYTES) when it completes, as the Java producer's accumulator batches. One request per
+   * send() made a request per engine batch: at 20 k records/s, 15 % of the runner's busy time went
+   * into socket writes of a few alerts each. Nothing waits for a batch to fill: an idle writer sends
+   * at once.
+   */
+  private queued: Message[] = [];
+  /** messageBytes of each queued message, and their sum. */
+  private queuedSizes: number[] = [];
+  private queuedBytes = 0;
+  /** Whether a request is in flight; `inflight` settles when it has (and the next, if any, started). */
+  private sending = false;
   private inflight: Promise<void> = Promise.resolve();
   private failure: Error | undefined;
+  /** Produce requests sent (metrics and tests: how well sends were merged). */
+  produceRequests = 0;
+
+  /** Bytes queued behind the request in flight (at most MAX_QUEUED_BYTES once send() resolved). */
+  get waitingBytes(): number {
+    return this.queuedBytes;
+  }
 
   constructor(private readonly opts: KafkaWriterOptions) {}
 
@@ -199,37 +216,66 @@ export class KafkaWriter {
     this.current = recommitted === 0 ? 1 : 0;
   }
 
-  /** Queues `messages` behind the send in flight; resolves when the previous send completed. */
+  /**
+   * Queues `messages` behind the request in flight (in order; see `queued`). Resolves at once unless
+   * more than MAX_QUEUED_BYTES wait: then when enough were sent. A failed request fails this call or the next.
+   */
   async send(messages: Message[]): Promise<void> {
-    // A produce request carries one record batch per partition, and the broker refuses a batch
-    // over message.max.bytes (1 MiB by default): large writes go out in chunks.
-    for (const chunk of chunks(messages, MAX_REQUEST_BYTES)) await this.sendChunk(chunk);
+    this.throwIfFailed();
+    for (const m of messages) {
+      const size = messageBytes(m);
+      this.queued.push(m);
+      this.queuedSizes.push(size);
+      this.queuedBytes += size;
+    }
+    this.pump();
+    while (this.queuedBytes > MAX_QUEUED_BYTES && this.failure === undefined) await this.inflight;
+    this.throwIfFailed();
   }
 
-  private async sendChunk(messages: Message[]): Promise<void> {
-    await this.inflight;
+  /** Every queued message sent and acknowledged (or the failure thrown). */
+  private async drained(): Promise<void> {
+    while ((this.sending || this.queued.length > 0) && this.failure === undefined) await this.inflight;
     this.throwIfFailed();
-    let sending: Promise<unknown>;
-    if (this.opts.guarantee === "exactly-once") {
-      this.transaction ??= await this.requireSlot().producer.transaction();
-      sending = this.transaction.send({ topic: this.opts.topic, messages, compression: CompressionTypes.None });
-    } else {
-      sending = this.requireProducer().send({ topic: this.opts.topic, messages, acks: -1 });
-    }
-    const txId = this.opts.guarantee === "exactly-once" ? this.slots[this.current]?.transactionalId : undefined;
-    this.inflight = sending.then(
-      () => undefined,
+  }
+
+  /** Starts a request with what is queued, unless one is in flight (its completion starts the next). */
+  private pump(): void {
+    if (this.sending || this.queued.length === 0 || this.failure !== undefined) return;
+    // A produce request carries one record batch per partition, and the broker refuses a batch over
+    // message.max.bytes (1 MiB by default): what waits goes out in requests of MAX_REQUEST_BYTES.
+    const n = requestLength(this.queuedSizes, MAX_REQUEST_BYTES);
+    const batch = this.queued.splice(0, n);
+    for (const size of this.queuedSizes.splice(0, n)) this.queuedBytes -= size;
+    this.sending = true;
+    this.produceRequests++;
+    this.inflight = this.request(batch).then(
+      () => {
+        this.sending = false;
+        this.pump();
+      },
       (err: unknown) => {
+        this.sending = false;
+        const txId = this.opts.guarantee === "exactly-once" ? this.slots[this.current]?.transactionalId : undefined;
         const fenced = this.fenced(err, txId, "sending");
         this.failure ??= fenced instanceof ProducerFencedError ? fenced : this.fail(`send failed: ${err instanceof Error ? err.message : String(err)}`);
       },
     );
   }
 
+  /** One produce request: inside the epoch's transaction (begun by its first) for exactly-once. */
+  private async request(messages: Message[]): Promise<void> {
+    if (this.opts.guarantee === "exactly-once") {
+      this.transaction ??= await this.requireSlot().producer.transaction();
+      await this.transaction.send({ topic: this.opts.topic, messages, compression: CompressionTypes.None });
+    } else {
+      await this.requireProducer().send({ topic: this.opts.topic, messages, acks: -1 });
+    }
+  }
+
   /** Phase 1: every send acknowledged; for exactly-once, the transaction to record in the checkpoint. */
   async prepareCommit(): Promise<JsonValue> {
-    await this.inflight;
-    this.throwIfFailed();
+    await this.drained();
     if (this.opts.guarantee === "at-least-once") return null;
     const slot = this.requireSlot();
     const prepared: PreparedTransaction = { transactionalId: slot.transactionalId, slot: this.current, open: this.transaction !== undefined };
@@ -261,6 +307,11 @@ export class KafkaWriter {
     this.slots = [];
     const txn = this.transaction;
     this.transaction = undefined;
+    // What is still queued after the last checkpoint's flush is not sent: a restore replays it (at
+    // least once), and an exactly-once transaction is aborted below anyway.
+    this.queued = [];
+    this.queuedSizes = [];
+    this.queuedBytes = 0;
     await this.inflight;
     if (txn && txn.isActive()) await txn.abort().catch((err: unknown) => this.opts.log.warn(`aborting the open transaction failed: ${String(err)}`));
     for (const p of producers) await p.disconnect();
