@@ -454,6 +454,12 @@ interface PendingAt {
   n: number;
 }
 
+/** A key's records waiting for the watermark, in release order: their timestamps and values. */
+interface WaitingRecords {
+  ts: number[];
+  values: JsonObject[];
+}
+
 /** Buckets buffer() finds by a timestamp's low bits (a power of two). */
 const RECENT = 4096;
 
@@ -820,7 +826,7 @@ class SlotWindows {
   }
 
   /** The slot's stored form (the handle storage's KeyWindow, TTL stamp included), with the key's waiting records. */
-  stored(slot: number, p: { ts: number[]; values: JsonObject[] } | undefined): TtlEntry<KeyWindow> {
+  stored(slot: number, p: WaitingRecords | undefined): TtlEntry<KeyWindow> {
     const w = slot >= 0 ? this.windows.windowOf(slot) : { ts: [], ids: null };
     const cleanupAt = slot >= 0 ? this.windows.cleanupAt(slot) : NaN;
     const ids = w.ids ?? new Array<string | number | null>(w.ts.length).fill(null);
@@ -886,7 +892,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
    * buffer it cost a pass over every waiting record each time, and materialization asks between
    * batches that change the buffer.
    */
-  private pendingIndex: Map<Key, { ts: number[]; values: JsonObject[] }> | undefined;
+  private pendingIndex: Map<Key, WaitingRecords> | undefined;
   /**
    * The table's packed snapshot columns, kept between checkpoints: every change of a key's stored
    * form is reported (a record waiting, a release, a cleanup), so that a checkpoint packs only the
@@ -1033,9 +1039,9 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
    * once and then kept up to date (pendingIndex): get() is called per key by snapshots, and
    * building this per call made a checkpoint quadratic (10 k keys with 100 k records waiting: 91 s).
    */
-  private pendingByKey(): Map<Key, { ts: number[]; values: JsonObject[] }> {
+  private pendingByKey(): Map<Key, WaitingRecords> {
     if (this.pendingIndex !== undefined) return this.pendingIndex;
-    const byKey = new Map<Key, { ts: number[]; values: JsonObject[] }>();
+    const byKey = new Map<Key, WaitingRecords>();
     this.pendingIndex = byKey;
     const times = [...this.pending.keys()].sort((a, b) => a - b);
     for (const ts of times) {
@@ -1100,7 +1106,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
 }
 
 /** Adds a waiting record to the index by key: after the key's records of the same or an earlier timestamp (release order). */
-function indexPending(index: Map<Key, { ts: number[]; values: JsonObject[] }>, key: Key, ts: number, value: JsonObject): void {
+function indexPending(index: Map<Key, WaitingRecords>, key: Key, ts: number, value: JsonObject): void {
   let p = index.get(key);
   if (p === undefined) index.set(key, (p = { ts: [], values: [] }));
   let at = p.ts.length;
@@ -1115,7 +1121,7 @@ function indexPending(index: Map<Key, { ts: number[]; values: JsonObject[] }>, k
 }
 
 /** Drops the key's `n` earliest waiting records from the index (they were just released). */
-function unindexPending(index: Map<Key, { ts: number[]; values: JsonObject[] }>, key: Key, n: number): void {
+function unindexPending(index: Map<Key, WaitingRecords>, key: Key, n: number): void {
   const p = index.get(key);
   if (p === undefined) return;
   if (n >= p.ts.length) {
