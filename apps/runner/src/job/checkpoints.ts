@@ -111,7 +111,10 @@ export interface CheckpointStore {
   latest(): Promise<StoredCheckpoint | undefined>;
   /** An id greater than every checkpoint in the store, committed or not. */
   nextId(): Promise<number>;
-  /** `state`: the job's snapshot, or one per task (parallel jobs; meta.tasks names their files). */
+  /**
+   * `state`: the job's snapshot, or one per task (parallel jobs; meta.tasks names their files). Its
+   * pieces are read until the promise settles, never after: the engine then writes over them.
+   */
   write(meta: CheckpointMeta, state: CheckpointState): Promise<void>;
   markCommitted(id: number): Promise<void>;
   /** Throws a FencedError (./lease.ts) when another runner took the folder over; stores without a folder own nothing. */

@@ -16,7 +16,7 @@
 // the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -161,6 +161,8 @@ interface PreparedCheckpoint {
   phase: number[];
   stateBytes: number;
   incrementalBytes: number;
+  /** Released once the state is written: its packed columns may then be written over (see SnapshotHold). */
+  hold: SnapshotHold | undefined;
 }
 
 export class JobDriver {
@@ -614,8 +616,12 @@ export class JobDriver {
     const t0 = performance.now();
     const id = this.nextCheckpointId++;
     const disk = this.disk;
-    // In pieces: the state's packed columns go to the file as they are, not copied into one buffer first.
-    if (!disk) return this.commitCheckpoint(id, started, t0, job.snapshotPieces(), Object.fromEntries(this.positions), {});
+    // In pieces: the state's packed columns go to the file as they are, not copied into one buffer
+    // first, and are reused for the next ones once written.
+    if (!disk) {
+      const hold = new SnapshotHold();
+      return this.commitCheckpoint(id, started, t0, job.snapshotPieces(hold), Object.fromEntries(this.positions), {}, hold);
+    }
     // Disk backend: the snapshot leaves keyed state out; the store writes its delta (or a full dump).
     const state = disk.referenceSnapshots(() => job.snapshot());
     const location = this.opts.checkpoints.location;
@@ -651,6 +657,7 @@ export class JobDriver {
     state: CheckpointState,
     sources: Record<string, JsonValue>,
     extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">,
+    hold?: SnapshotHold,
   ): Promise<void> {
     const failed = (err: unknown): unknown => {
       if (!isFenced(err)) this.checkpointFailed({ id, triggeredAt: started, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
@@ -658,7 +665,7 @@ export class JobDriver {
     };
     let finish: () => Promise<void>;
     try {
-      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra);
+      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra, hold);
     } catch (err) {
       throw failed(err);
     }
@@ -694,7 +701,7 @@ export class JobDriver {
   }
 
   /** Phase 1 (sinks prepare); resolves with the rest (write, commit, mark), for commitCheckpoint to run. */
-  private async twoPhaseCommit(...[id, started, t0, state, sources, extra]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
+  private async twoPhaseCommit(...[id, started, t0, state, sources, extra, hold]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
     const snapshotBytes = Array.isArray(state) ? state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0) : state.byteLength;
     // Disk-backend chains: the whole state a restore reads, and what this checkpoint added to it.
     const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
@@ -711,30 +718,34 @@ export class JobDriver {
     });
     crashPoint("after-precommit");
     phase.push(performance.now());
-    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes });
+    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes, hold });
   }
 
   /** Phase 2 of a prepared checkpoint: `chk-<id>` written durably, sinks commit, marked committed, sources told. */
   private async finishCheckpoint(c: PreparedCheckpoint): Promise<void> {
     const { checkpoints, clock } = this.opts;
     const { id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes } = c;
-    await checkpoints.write(
-      {
-        format: CHECKPOINT_FORMAT,
-        id,
-        jobId: this.jobId,
-        pipeline: { name: this.opts.doc.name, digest: this.digest },
-        createdAt: new Date(started).toISOString(),
-        processingTime: started,
-        stateBytes,
-        sources,
-        sinks,
-        deadLetters,
-        graph: graphOf(this.opts.doc),
-        ...extra,
-      },
-      state,
-    );
+    try {
+      await checkpoints.write(
+        {
+          format: CHECKPOINT_FORMAT,
+          id,
+          jobId: this.jobId,
+          pipeline: { name: this.opts.doc.name, digest: this.digest },
+          createdAt: new Date(started).toISOString(),
+          processingTime: started,
+          stateBytes,
+          sources,
+          sinks,
+          deadLetters,
+          graph: graphOf(this.opts.doc),
+          ...extra,
+        },
+        state,
+      );
+    } finally {
+      c.hold?.release();
+    }
     crashPoint("after-checkpoint-write");
     phase.push(performance.now());
     await Promise.all(sinkList.map((s, i) => s.commit(id, prepared[i] ?? null)));

@@ -43,6 +43,7 @@ import {
   type TableSnapshot,
   type ColumnarTableSnapshot,
   type PackedTableSnapshot,
+  type SnapshotHold,
   columnsOf,
   tablesFromSnapshot,
 } from "./state";
@@ -580,13 +581,16 @@ export class OperatorHost {
     return joinPieces(this.snapshotPieces());
   }
 
-  /** snapshot()'s bytes in pieces: the packed key-group columns and timer ranges are the kept arrays themselves (see encodeSnapshotPieces). */
-  snapshotPieces(): SnapshotPieces {
-    return encodeSnapshotPieces((ref) => this.snapshotValue(ref));
+  /**
+   * snapshot()'s bytes in pieces: the packed key-group columns and timer ranges are the kept arrays
+   * themselves (see encodeSnapshotPieces), not written over until `hold` is released (see SnapshotHold).
+   */
+  snapshotPieces(hold?: SnapshotHold): SnapshotPieces {
+    return encodeSnapshotPieces((ref) => this.snapshotValue(ref, hold));
   }
 
-  private snapshotValue(ref: PieceRef): HostSnapshot {
-    const state = this.backend.snapshotColumns?.(this.maxParallelism) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism);
+  private snapshotValue(ref: PieceRef, hold: SnapshotHold | undefined): HostSnapshot {
+    const state = this.backend.snapshotColumns?.(this.maxParallelism, hold) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism);
     return {
       format: SNAPSHOT_FORMAT,
       nodeId: this.nodeId,

@@ -158,7 +158,7 @@ export interface KeyedStateBackend {
   /** Replaces all state. `keep` filters keys (a subtask restoring only its key-group range). */
   restore(tables: readonly TableSnapshot[], keep?: (key: Key) => boolean): void;
   /** Optional: snapshot() in the packed or columnar form, built without a pair per entry (what the host encodes when present). */
-  snapshotColumns?(maxParallelism?: number): Array<PackedTableSnapshot | ColumnarTableSnapshot>;
+  snapshotColumns?(maxParallelism?: number, hold?: SnapshotHold): Array<PackedTableSnapshot | ColumnarTableSnapshot>;
   /**
    * Optional, heap backends: packs now what changed since the last snapshot, so that the next one
    * has less to pack (Flink's changelog backend materializes state in the background for the same
@@ -192,9 +192,32 @@ export interface AdoptedTable extends StateTable<unknown> {
    * snapshots as the heap's own tables do (see KeptColumns): the backend then snapshots it in the
    * packed form through these, and otherwise rebuilds its columns whole at every snapshot.
    */
-  snapshotColumns?(maxParallelism: number): PackedColumns;
+  snapshotColumns?(maxParallelism: number, hold?: SnapshotHold): PackedColumns;
   materialize?(maxParallelism: number, budget?: MaterializeBudget): boolean;
 }
+
+/**
+ * What keeps a snapshot's packed columns from being written over. The kept columns of a key group
+ * are rewritten into a spare buffer at each change (the one the group held before), so that a
+ * checkpoint does not allocate the whole state anew: every 64 MB of new ArrayBuffers makes V8 mark
+ * the whole heap ("external memory pressure"), 30 to 40 ms inside a checkpoint of 24 MB of velocity
+ * windows. A buffer is reused only once every snapshot that handed it out is released: the runner
+ * releases a checkpoint's pieces once they are written; a snapshot taken without a hold keeps its
+ * buffers for good (they are then never reused, as before).
+ */
+export class SnapshotHold {
+  private isReleased = false;
+  get released(): boolean {
+    return this.isReleased;
+  }
+  /** The snapshot's pieces are no longer read: their buffers may be written again. */
+  release(): void {
+    this.isReleased = true;
+  }
+}
+
+/** Holds the buffers of snapshots taken without one: never released. */
+const HELD_FOR_GOOD = new SnapshotHold();
 
 /**
  * How many values a materialization may still pack (KeyedStateBackend.materialize), shared by
@@ -247,8 +270,8 @@ class HeapStateTable<V> implements StateTable<V> {
     return this.kept.materialize(this.map, maxParallelism, budget);
   }
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
-  snapshotColumns(maxParallelism: number): PackedColumns {
-    return this.kept.snapshot(this.map, maxParallelism);
+  snapshotColumns(maxParallelism: number, hold?: SnapshotHold): PackedColumns {
+    return this.kept.snapshot(this.map, maxParallelism, hold);
   }
 }
 
@@ -304,13 +327,13 @@ export class KeptColumns {
   }
 
   /** Keys in (key group, key) order and their values, packed by key group (see PackedTableSnapshot). */
-  snapshot(values: StoredValues, maxParallelism: number): PackedColumns {
+  snapshot(values: StoredValues, maxParallelism: number, hold: SnapshotHold = HELD_FOR_GOOD): PackedColumns {
     let columns = this.usable(maxParallelism);
     if (columns === undefined) this.columns = columns = SnapshotColumns.built(values, maxParallelism, this.kind);
     else columns.update(values);
-    const out = columns.concat();
+    const out = columns.concat(hold);
     if (verifyKeptColumns) {
-      const at = firstDifference(out, SnapshotColumns.built(values, maxParallelism, this.kind).concat());
+      const at = firstDifference(out, SnapshotColumns.built(values, maxParallelism, this.kind).concat(HELD_FOR_GOOD));
       if (at !== undefined) throw new Error(`state "${this.name}": the kept snapshot columns differ from the state at key ${JSON.stringify(at)} (a stored object changed in place without being read, written or reported since the last snapshot)`);
     }
     return out;
@@ -360,9 +383,15 @@ const NO_OFFSETS = new Int32Array(1);
 interface PackedGroup {
   keys: Key[];
   packedKeys: Uint8Array;
+  /** A view of the start of `buffer`. */
   bytes: Uint8Array;
   /** Where each value's bytes start, then their end (keys.length + 1 entries). */
   offsets: Int32Array;
+  /** The allocation `bytes` lives in (with room to grow), and the snapshots that handed it out (see SnapshotHold). */
+  buffer: Uint8Array;
+  holds: SnapshotHold[];
+  /** A buffer no snapshot reads any more, for the group's next repack to write into. */
+  spare: Uint8Array | undefined;
 }
 
 /** A table's snapshot as SnapshotColumns keeps it: the keys in order and the per-group chunks. */
@@ -411,7 +440,8 @@ class SnapshotColumns {
       if (keys.length > 1) keys.sort();
       // Views of the packer's buffer, copied into the group's bytes by joined() at once.
       const pieces = keys.map((k) => columns.packed(map, k) ?? packValueView(undefined));
-      columns.groups[g] = { keys, packedKeys: packValues(keys), ...joined(pieces) };
+      const { bytes, offsets } = joined(pieces);
+      columns.groups[g] = { keys, packedKeys: packValues(keys), bytes, offsets, buffer: bytes, holds: [], spare: undefined };
     });
     return columns;
   }
@@ -547,7 +577,10 @@ class SnapshotColumns {
       if (i >= 0 !== (p !== undefined)) structural = true;
     }
     const keys: Key[] | undefined = structural ? new Array<Key>(count) : undefined;
-    const bytes = new Uint8Array(size);
+    // Into the spare buffer when it is free and large enough; a new one has an eighth to spare, as state grows.
+    const spare = old?.spare;
+    const buffer = spare !== undefined && spare.byteLength >= size ? spare : new Uint8Array(size + (size >> 3));
+    const bytes = buffer.subarray(0, size);
     const offsets = new Int32Array(count + 1);
     let n = 0;
     let pos = 0;
@@ -583,10 +616,23 @@ class SnapshotColumns {
     if (keys !== undefined) this.concatenatedKeys = undefined;
     const groupKeys = keys ?? oldKeys;
     const packedKeys = old === undefined ? packValues(groupKeys) : keys !== undefined ? splicedKeys(oldKeys, old.packedKeys, keys) : old.packedKeys;
-    this.groups[g] = { keys: groupKeys, packedKeys, bytes, offsets };
+    // The old buffer is the next spare unless a snapshot still reads it (then a too-small spare stays).
+    const oldFree = old !== undefined && old.holds.every((h) => h.released);
+    this.groups[g] = { keys: groupKeys, packedKeys, bytes, offsets, buffer, holds: [], spare: oldFree ? old.buffer : buffer === spare ? undefined : spare };
   }
 
-  concat(): PackedColumns {
+  /** The columns for a snapshot, whose pieces keep their groups' buffers until `hold` is released. */
+  concat(hold: SnapshotHold): PackedColumns {
+    for (const group of this.groups) {
+      if (group === undefined) continue;
+      const holds = group.holds;
+      if (holds[holds.length - 1] === hold) continue;
+      // Released holds go, so that a group unchanged over many checkpoints does not gather them.
+      let n = 0;
+      for (const h of holds) if (!h.released) holds[n++] = h;
+      holds.length = n;
+      holds.push(hold);
+    }
     if (this.concatenated !== undefined) return this.concatenated;
     const packedKeys: Uint8Array[] = [];
     const packed: Uint8Array[] = [];
@@ -775,7 +821,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return done;
   }
 
-  snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM): Array<PackedTableSnapshot | ColumnarTableSnapshot> {
+  snapshotColumns(maxParallelism = DEFAULT_MAX_PARALLELISM, hold?: SnapshotHold): Array<PackedTableSnapshot | ColumnarTableSnapshot> {
     const names = [...this.byName.keys()].sort();
     // An operator's tables mostly hold the same keys: a table over exactly the previous table's
     // keys does not list them again.
@@ -784,7 +830,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       const t = this.byName.get(name) as StateTable<unknown>;
       const kept = keepsColumns(t);
       if (kept !== undefined) {
-        const { keys, packedKeys, packed } = kept.snapshotColumns(maxParallelism);
+        const { keys, packedKeys, packed } = kept.snapshotColumns(maxParallelism, hold);
         const same = previous !== undefined && (previous === keys || sameKeys(previous, keys));
         if (!same) previous = keys;
         return { name, kind: t.kind, packedKeys: same ? null : packedKeys, packed };

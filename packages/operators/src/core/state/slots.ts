@@ -5,7 +5,7 @@
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
 import { NumberMinHeap } from "../minheap";
-import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type StateKind } from "./backend";
+import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type SnapshotHold, type StateKind } from "./backend";
 
 /** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
 export function hashKey(key: string): number {
@@ -434,8 +434,8 @@ export class ChangeReportingSlotTableView extends SlotTableView {
     this.kept.touched(key, this.slots.size);
   }
 
-  snapshotColumns(maxParallelism: number): PackedColumns {
-    return this.kept.snapshot(this, maxParallelism);
+  snapshotColumns(maxParallelism: number, hold?: SnapshotHold): PackedColumns {
+    return this.kept.snapshot(this, maxParallelism, hold);
   }
 
   materialize(maxParallelism: number, budget?: MaterializeBudget): boolean {

@@ -5,7 +5,7 @@ import { OperatorTestHarness } from "../../testing";
 import { listState, mapState, valueState, type JsonObject, type JsonValue, type ListState, type MapState, type StateTtlConfig, type ValueState } from "../api";
 import { defineOperator } from "../spec";
 import { packValue, packValues, unpackValues } from "../snapshot-codec";
-import { HeapKeyedStateBackend, tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot } from "./backend";
+import { HeapKeyedStateBackend, SnapshotHold, tablesFromSnapshot, type ColumnarTableSnapshot, type PackedTableSnapshot } from "./backend";
 
 /** A heap table's values in a snapshot, its key groups' chunks joined (tables not adopted by their operator are packed). */
 function packedOf(t: ColumnarTableSnapshot | PackedTableSnapshot | undefined): Uint8Array {
@@ -301,13 +301,17 @@ describe("HeapKeyedStateBackend", () => {
   it("keeps each table's packed columns between snapshots: after any puts, deletes, in-place changes and materializations they are a fresh backend's bytes", () => {
     // The columns are updated from the keys written, deleted or changed in place since the last
     // snapshot or materialization (SnapshotColumns); a backend filled with the same final state from
-    // scratch packs every value: both must give the same keys and bytes.
+    // scratch packs every value: both must give the same keys and bytes. Snapshots taken with a
+    // hold (what a checkpoint being written keeps) must not change until it is released, while
+    // the buffers of released ones are written again.
     const op = fc.oneof(
       fc.record({ t: fc.constant("put" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
       fc.record({ t: fc.constant("mutate" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }), v: fc.integer() }),
       fc.record({ t: fc.constant("delete" as const), table: fc.constantFrom("a", "b"), key: fc.integer({ min: 0, max: 40 }) }),
       fc.record({ t: fc.constant("snapshot" as const) }),
       fc.record({ t: fc.constant("materialize" as const), slice: fc.option(fc.integer({ min: 0, max: 5 }), { nil: undefined }), finish: fc.boolean() }),
+      fc.record({ t: fc.constant("hold" as const) }),
+      fc.record({ t: fc.constant("release" as const), which: fc.nat() }),
     );
     type Stored = { n: number; tag: string };
     fc.assert(
@@ -315,7 +319,13 @@ describe("HeapKeyedStateBackend", () => {
         const be = new HeapKeyedStateBackend();
         const model = { a: new Map<string, number>(), b: new Map<string, number>() };
         const tables = { a: be.table<Stored>("a", "value"), b: be.table<Map<string, Stored>>("b", "map") };
+        // Held snapshots not yet released: their packed arrays, and a copy of their bytes when taken.
+        const held: Array<{ hold: SnapshotHold; arrays: Uint8Array[]; copies: Buffer[] }> = [];
+        const checkHeld = () => {
+          for (const h of held) h.arrays.forEach((a, i) => expect(Buffer.from(a).equals(h.copies[i] as Buffer)).toBe(true));
+        };
         const check = () => {
+          checkHeld();
           const fresh = new HeapKeyedStateBackend();
           const fa = fresh.table<Stored>("a", "value");
           const fb = fresh.table<Map<string, Stored>>("b", "map");
@@ -330,6 +340,16 @@ describe("HeapKeyedStateBackend", () => {
         for (const o of ops) {
           if (o.t === "snapshot") {
             check();
+            continue;
+          }
+          if (o.t === "hold") {
+            const hold = new SnapshotHold();
+            const arrays = be.snapshotColumns(maxP, hold).flatMap((t) => ("packed" in t ? t.packed : []));
+            held.push({ hold, arrays, copies: arrays.map((a) => Buffer.from(a)) });
+            continue;
+          }
+          if (o.t === "release") {
+            if (held.length > 0) held.splice(o.which % held.length, 1)[0]?.hold.release();
             continue;
           }
           if (o.t === "materialize") {
@@ -376,6 +396,36 @@ describe("HeapKeyedStateBackend", () => {
     t.delete("k3");
     const fresh = new HeapKeyedStateBackend();
     for (const [k, v] of [...t.entries()].reverse()) fresh.table<number>("a", "value").put(k, v);
+    expect(be.snapshot()).toEqual(fresh.snapshot());
+  });
+
+  it("writes a key group's changes into the buffer of a released snapshot, and never into one still held", () => {
+    const be = new HeapKeyedStateBackend();
+    const t = be.table<number>("a", "value");
+    for (let i = 0; i < 50; i++) t.put(`k${i}`, i);
+    const groupBuffers = (hold?: SnapshotHold) => be.snapshotColumns(128, hold).flatMap((c) => ("packed" in c ? c.packed.map((p) => p.buffer) : []));
+    const first = new SnapshotHold();
+    const firstBuffers = groupBuffers(first);
+    first.release();
+    // Every group changes twice, each time after the last snapshot was released: the second write goes into the first's buffers.
+    for (let i = 0; i < 50; i++) t.put(`k${i}`, i + 100);
+    const second = new SnapshotHold();
+    expect(groupBuffers(second).some((b, i) => b === firstBuffers[i])).toBe(false);
+    second.release();
+    for (let i = 0; i < 50; i++) t.put(`k${i}`, i + 200);
+    const third = new SnapshotHold();
+    expect(groupBuffers(third)).toEqual(firstBuffers);
+    // Held: its buffers are not written again; the next ones are new allocations.
+    for (let i = 0; i < 50; i++) t.put(`k${i}`, i + 300);
+    const fourth = groupBuffers(new SnapshotHold());
+    for (let i = 0; i < 50; i++) t.put(`k${i}`, i + 400);
+    const fifth = groupBuffers();
+    expect(fifth.some((b) => firstBuffers.includes(b) || fourth.includes(b))).toBe(false);
+    // Without a hold (snapshot() and every other caller), a snapshot's buffers are kept for good.
+    for (let i = 0; i < 50; i++) t.put(`k${i}`, i + 500);
+    expect(groupBuffers().some((b) => fifth.includes(b))).toBe(false);
+    const fresh = new HeapKeyedStateBackend();
+    for (let i = 0; i < 50; i++) fresh.table<number>("a", "value").put(`k${i}`, i + 500);
     expect(be.snapshot()).toEqual(fresh.snapshot());
   });
 

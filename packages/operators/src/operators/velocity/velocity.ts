@@ -19,7 +19,7 @@ import {
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
 import { MAX_NUMBER_BYTES, MAX_STR_BYTES, ValueWriter } from "../../core/snapshot-codec";
-import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, type MaterializeBudget, type PackedColumns, type TtlEntry } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -1070,8 +1070,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     const slot = this.slots.find(key);
     return slot < 0 ? undefined : this.windows.packStored(slot, this.writer);
   }
-  snapshotColumns(maxParallelism: number): PackedColumns {
-    return this.kept.snapshot(this, maxParallelism);
+  snapshotColumns(maxParallelism: number, hold?: SnapshotHold): PackedColumns {
+    return this.kept.snapshot(this, maxParallelism, hold);
   }
   materialize(maxParallelism: number, budget?: MaterializeBudget): boolean {
     return this.kept.materialize(this, maxParallelism, budget);
