@@ -16,6 +16,9 @@ import { parseArgs } from "node:util";
 import { Kafka, logLevel, Partitioners } from "kafkajs";
 import { RUNNER_NODE_FLAGS } from "../src/process-flags";
 
+/** The runner's node flags, and any in KEYFLOW_BENCH_RUNNER_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to see where its time goes). */
+const runnerNodeFlags = [...RUNNER_NODE_FLAGS, ...(process.env.KEYFLOW_BENCH_RUNNER_NODE_FLAGS?.split(" ").filter((f) => f !== "") ?? [])];
+
 const root = path.resolve(import.meta.dirname, "../../..");
 const flinkDir = path.join(import.meta.dirname, "flink");
 
@@ -179,7 +182,7 @@ async function runKeyflow(input: string, workload: "w0" | "w1", parallelism: num
   const file = path.join(dir, "pipeline.json");
   writeFileSync(file, JSON.stringify(pipeline));
   try {
-    const r = await timed("node", [...RUNNER_NODE_FLAGS, path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], root);
+    const r = await timed("node", [...runnerNodeFlags, path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], root);
     const m = / in ([\d.]+) s/.exec(r.stdout);
     if (!m) throw new Error(`keyflow run printed no duration:\n${r.stdout}`);
     return { engine: "keyflow", workload, parallelism, guarantee, jobSeconds: Number(m[1]), wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await outputCount(out) };
@@ -249,7 +252,7 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
   };
   const file = path.join(dir, "pipeline.json");
   writeFileSync(file, JSON.stringify(pipeline));
-  const runner = spawn("node", [...RUNNER_NODE_FLAGS, path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KEYFLOW_LOG_LEVEL: process.env.KEYFLOW_LOG_LEVEL ?? "info" } });
+  const runner = spawn("node", [...runnerNodeFlags, path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, KEYFLOW_LOG_LEVEL: process.env.KEYFLOW_LOG_LEVEL ?? "info" } });
   let runnerLog = "";
   runner.stderr.on("data", (d: Buffer) => (runnerLog += d.toString()));
   runner.stdout.on("data", (d: Buffer) => (runnerLog += d.toString()));

@@ -396,7 +396,8 @@ interface PackedGroup {
 
 /** A table's snapshot as SnapshotColumns keeps it: the keys in order and the per-group chunks. */
 export interface PackedColumns {
-  keys: Key[];
+  /** Built when first read (the snapshot itself writes the packed keys; only a comparison of two tables reads these). */
+  readonly keys: Key[];
   packedKeys: Uint8Array[];
   packed: Uint8Array[];
 }
@@ -636,22 +637,36 @@ class SnapshotColumns {
     if (this.concatenated !== undefined) return this.concatenated;
     const packedKeys: Uint8Array[] = [];
     const packed: Uint8Array[] = [];
+    // The groups' key lists as they are now (repack replaces a group's list, never changes it).
+    const groupKeys: Key[][] = [];
     let n = 0;
     for (const group of this.groups) {
       if (group === undefined || group.keys.length === 0) continue;
       packedKeys.push(group.packedKeys);
       packed.push(group.bytes);
+      groupKeys.push(group.keys);
       n += group.keys.length;
     }
+    // Every key in one list: a copy of the whole table's keys (after any key came or went), so only when read.
     let keys = this.concatenatedKeys;
-    if (keys === undefined) {
-      keys = new Array<Key>(n);
-      let j = 0;
-      for (const group of this.groups) if (group !== undefined) for (const k of group.keys) keys[j++] = k;
-      this.concatenatedKeys = keys;
-    }
-    this.concatenated = { keys, packedKeys, packed };
-    return this.concatenated;
+    const allKeys = (): Key[] => {
+      if (keys === undefined) {
+        keys = new Array<Key>(n);
+        let j = 0;
+        for (const list of groupKeys) for (const k of list) keys[j++] = k;
+        if (this.concatenated === columns) this.concatenatedKeys = keys;
+      }
+      return keys;
+    };
+    const columns: PackedColumns = {
+      get keys() {
+        return allKeys();
+      },
+      packedKeys,
+      packed,
+    };
+    this.concatenated = columns;
+    return columns;
   }
 }
 
@@ -825,21 +840,22 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const names = [...this.byName.keys()].sort();
     // An operator's tables mostly hold the same keys: a table over exactly the previous table's
     // keys does not list them again.
-    let previous: Key[] | undefined;
+    // Kept columns' keys are read only when there is a previous table to compare with.
+    let previous: { readonly keys: Key[] } | undefined;
     return names.map((name) => {
       const t = this.byName.get(name) as StateTable<unknown>;
       const kept = keepsColumns(t);
       if (kept !== undefined) {
-        const { keys, packedKeys, packed } = kept.snapshotColumns(maxParallelism, hold);
-        const same = previous !== undefined && (previous === keys || sameKeys(previous, keys));
-        if (!same) previous = keys;
-        return { name, kind: t.kind, packedKeys: same ? null : packedKeys, packed };
+        const columns = kept.snapshotColumns(maxParallelism, hold);
+        const same = previous !== undefined && (previous.keys === columns.keys || sameKeys(previous.keys, columns.keys));
+        if (!same) previous = columns;
+        return { name, kind: t.kind, packedKeys: same ? null : columns.packedKeys, packed: columns.packed };
       }
       const keys = sortedByKeyGroup(t.keys(), maxParallelism);
       const values = keys.map((k) => t.get(k));
       if (t.kind === "map") for (let i = 0; i < values.length; i++) values[i] = flatten(values[i] as Map<string, unknown>);
-      const same = previous !== undefined && sameKeys(previous, keys);
-      if (!same) previous = keys;
+      const same = previous !== undefined && sameKeys(previous.keys, keys);
+      if (!same) previous = { keys };
       return { name, kind: t.kind, keys: same ? null : keys, values };
     });
   }
