@@ -14,6 +14,7 @@ export { TimerQueue, type TimerTuple } from "./core/timers";
 export { PartitionWatermarks, type PartitionWatermarkTuple } from "./core/watermarks";
 export { LocalJob, type ExchangeOutput, type JobEmission, type JobEndpoint, type LocalJobOptions, type NodeMetrics, type SourceOrigin } from "./runtime/job";
 export { mergeJobSnapshots, mergeOperatorSnapshots, type SnapshotPart } from "./runtime/rescale";
+export { resolveChangelog } from "./runtime/changelog";
 export { queryKeyState, type KeyStateEntry, type KeyStateView, type KeyTimer } from "./runtime/queryable";
 export { compileGraph, PipelineInvalidError, type GraphNode, type JobGraph, type PipelineIssue, type Route } from "./runtime/graph";
 export { eventTimeOf, parseIsoTimestamp } from "./runtime/timestamps";

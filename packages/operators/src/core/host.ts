@@ -24,7 +24,7 @@ import type {
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
 import type { ImpliedTimers, KeySelector, OperatorServices, OperatorSpec } from "./spec";
-import { decodeSnapshot, encodeSnapshotPieces, joinPieces, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
+import { decodeSnapshot, encodeSnapshotPieces, joinPieces, packValues, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
 import {
   ExpiryIndex,
   HeapKeyedStateBackend,
@@ -44,6 +44,8 @@ import {
   type ColumnarTableSnapshot,
   type PackedTableSnapshot,
   type SnapshotHold,
+  type ChangelogSnapshot,
+  type DeltaTableSnapshot,
   columnsOf,
   tablesFromSnapshot,
 } from "./state";
@@ -105,8 +107,8 @@ interface HostSnapshot {
   channelWatermarks: number[];
   channelIdle: boolean[];
   processingTime: number;
-  /** Packed (see PackedTableSnapshot); columnar values or pairs in snapshots written before it. */
-  state: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>;
+  /** Packed (see PackedTableSnapshot); columnar values or pairs in snapshots written before it; changes only in a changelog checkpoint's. */
+  state: Array<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot | DeltaTableSnapshot>;
   eventTimers: TimersSnapshot;
   processingTimers: TimersSnapshot;
   operator: JsonValue | null;
@@ -585,12 +587,15 @@ export class OperatorHost {
    * snapshot()'s bytes in pieces: the packed key-group columns and timer ranges are the kept arrays
    * themselves (see encodeSnapshotPieces), not written over until `hold` is released (see SnapshotHold).
    */
-  snapshotPieces(hold?: SnapshotHold): SnapshotPieces {
-    return encodeSnapshotPieces((ref) => this.snapshotValue(ref, hold));
+  snapshotPieces(hold?: SnapshotHold, changelog?: ChangelogSnapshot): SnapshotPieces {
+    return encodeSnapshotPieces((ref) => this.snapshotValue(ref, hold, changelog));
   }
 
-  private snapshotValue(ref: PieceRef, hold: SnapshotHold | undefined): HostSnapshot {
-    const state = this.backend.snapshotColumns?.(this.maxParallelism, hold) ?? columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism);
+  private snapshotValue(ref: PieceRef, hold: SnapshotHold | undefined, changelog: ChangelogSnapshot | undefined): HostSnapshot {
+    const state =
+      (changelog !== undefined ? this.backend.snapshotChangelog?.(this.maxParallelism, hold, changelog === "changes") : undefined) ??
+      this.backend.snapshotColumns?.(this.maxParallelism, hold) ??
+      columnsOf(this.backend.snapshot(this.maxParallelism), this.maxParallelism);
     return {
       format: SNAPSHOT_FORMAT,
       nodeId: this.nodeId,
@@ -601,7 +606,14 @@ export class OperatorHost {
       channelIdle: [...this.channelIdle],
       processingTime: this.ctx.processingTime,
       // Same fields in the same order as the tables give them: the encoding writes an object's keys as they come.
-      state: state.map((t) => ("packed" in t ? { name: t.name, kind: t.kind, packedKeys: t.packedKeys?.map(ref) ?? null, packed: t.packed.map(ref) } : t)),
+      state: state.map((t) => {
+        if ("changes" in t) {
+          const { changedKeys, changed, deletedKeys } = t.changes;
+          const changedPieces = { pieces: changed, byteLength: changed.reduce((n, p) => n + p.byteLength, 0) };
+          return { name: t.name, kind: t.kind, changedKeys: ref(packValues(changedKeys)), changed: ref(changedPieces), deletedKeys: ref(packValues(deletedKeys)) };
+        }
+        return "packed" in t ? { name: t.name, kind: t.kind, packedKeys: t.packedKeys?.map(ref) ?? null, packed: t.packed.map(ref) } : t;
+      }),
       // An adopted table's implied timers are not in the queue: see OperatorSpec.impliedTimers.
       eventTimers: { packed: this.eventTimers.snapshotPacked().packed.map(ref) },
       processingTimers: { packed: this.processingTimers.snapshotPacked().packed.map(ref) },

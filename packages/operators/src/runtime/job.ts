@@ -7,7 +7,7 @@ import { OperatorHost } from "../core/host";
 import { PartitionWatermarks } from "../core/watermarks";
 import type { KeyGroupRange } from "../core/keys";
 import type { OperatorServices, OperatorSpec } from "../core/spec";
-import type { KeyedStateBackend, MaterializeBudget, SnapshotHold } from "../core/state";
+import type { ChangelogSnapshot, KeyedStateBackend, MaterializeBudget, SnapshotHold } from "../core/state";
 import { decodeSnapshot, encodeSnapshotPieces, joinPieces, PROTO_FIELD_REFUSAL, type PieceRef, type SnapshotPieces } from "../core/snapshot-codec";
 import { getOperatorSpec } from "../catalog";
 import type { PipelineDocument } from "../pipeline/document";
@@ -558,14 +558,17 @@ export class LocalJob {
    * encodeSnapshotPieces): what a checkpoint writes with one gathered write, without copying the
    * state into one buffer while every record waits. The pieces never change; the caller may keep
    * them while the job goes on. With a `hold`, the caller releases it once it no longer reads them,
-   * and the kept columns' buffers are then written again (see SnapshotHold).
+   * and the kept columns' buffers are then written again (see SnapshotHold). With `changelog`, a
+   * changelog checkpoint's snapshot (KeyedStateBackend.snapshotChangelog): "whole" starts a chain,
+   * "changes" holds only the keyed state changed since the last changelog snapshot, and restores
+   * only through resolveChangelog (./changelog.ts).
    */
-  snapshotPieces(hold?: SnapshotHold): SnapshotPieces {
+  snapshotPieces(hold?: SnapshotHold, changelog?: ChangelogSnapshot): SnapshotPieces {
     this.flush();
     const hosts = new Map<string, SnapshotPieces>();
     for (const id of this.graph.order) {
       const h = this.hosts.get(id);
-      if (h) hosts.set(id, h.snapshotPieces(hold));
+      if (h) hosts.set(id, h.snapshotPieces(hold, changelog));
     }
     return encodeSnapshotPieces((ref) => this.snapshotValue(ref, hosts));
   }

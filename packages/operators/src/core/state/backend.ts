@@ -77,13 +77,42 @@ export interface PackedTableSnapshot {
 }
 
 /**
+ * A table in a changelog checkpoint's snapshot (see KeyedStateBackend.snapshotChangelog): only the
+ * keys changed since the checkpoint before, in (key group, key) order, each with its stored value
+ * packed as in PackedTableSnapshot, and the keys deleted since. It means nothing alone: a restore
+ * applies it over the same table of the snapshots before it (runtime/changelog.ts).
+ */
+export interface DeltaTableSnapshot {
+  name: string;
+  kind: StateKind;
+  changedKeys: Uint8Array;
+  changed: Uint8Array;
+  deletedKeys: Uint8Array;
+}
+
+/** A changelog checkpoint's snapshot: the whole state (the start of a chain), or the changes since the last one. */
+export type ChangelogSnapshot = "whole" | "changes";
+
+/** A table of a changelog checkpoint: its changes, or the whole table when it cannot list them. */
+export type ChangelogTableSnapshot = PackedTableSnapshot | ColumnarTableSnapshot | DeltaTableSnapshot;
+
+/** What a table holding changes gives for a changelog snapshot, before its pieces are referenced (see DeltaTableSnapshot). */
+export interface TableChanges {
+  changedKeys: Key[];
+  /** Each changed key's packed value, in order (views: kept columns held, or a packer's bytes). */
+  changed: Uint8Array[];
+  deletedKeys: Key[];
+}
+
+/**
  * The tables of an operator snapshot as TableSnapshot, whichever form its bytes hold: packed,
  * columnar, or the [key, value] pairs of the oldest snapshots.
  */
-export function tablesFromSnapshot(state: ReadonlyArray<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot>): TableSnapshot[] {
+export function tablesFromSnapshot(state: ReadonlyArray<TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot | DeltaTableSnapshot>): TableSnapshot[] {
   let keys: readonly Key[] = [];
   return state.map((t) => {
     if ("entries" in t) return t;
+    if ("changed" in t) throw new Error(`state "${t.name}": the snapshot holds only its changes since an earlier checkpoint (a changelog checkpoint's); it is restored only over that checkpoint's state (resolveChangelog)`);
     let values: unknown[];
     if ("packed" in t) {
       if (t.packedKeys !== null) keys = unpackChunks(t.packedKeys) as Key[];
@@ -160,6 +189,14 @@ export interface KeyedStateBackend {
   /** Optional: snapshot() in the packed or columnar form, built without a pair per entry (what the host encodes when present). */
   snapshotColumns?(maxParallelism?: number, hold?: SnapshotHold): Array<PackedTableSnapshot | ColumnarTableSnapshot>;
   /**
+   * Optional, heap backends: a changelog checkpoint's tables (Flink's changelog state backend, on
+   * the heap). With `delta` false, every table whole, and each table that reports its changes
+   * starts recording them; with `delta` true, such tables give only what changed since the last
+   * changelog snapshot (DeltaTableSnapshot) and the others their whole state. Either way the
+   * recorded changes start again from here. Other snapshots leave the record alone.
+   */
+  snapshotChangelog?(maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): Array<ChangelogTableSnapshot | { name: string; kind: StateKind; changes: TableChanges }>;
+  /**
    * Optional, heap backends: packs now what changed since the last snapshot, so that the next one
    * has less to pack (Flink's changelog backend materializes state in the background for the same
    * reason). The runner calls it while the job waits for input; it changes no snapshot's content.
@@ -194,6 +231,8 @@ export interface AdoptedTable extends StateTable<unknown> {
    */
   snapshotColumns?(maxParallelism: number, hold?: SnapshotHold): PackedColumns;
   materialize?(maxParallelism: number, budget?: MaterializeBudget): boolean;
+  /** The table's part of a changelog snapshot (see KeptColumns.changelog); with snapshotColumns. */
+  snapshotChangelog?(maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): PackedColumns | TableChanges;
 }
 
 /**
@@ -273,6 +312,9 @@ class HeapStateTable<V> implements StateTable<V> {
   snapshotColumns(maxParallelism: number, hold?: SnapshotHold): PackedColumns {
     return this.kept.snapshot(this.map, maxParallelism, hold);
   }
+  snapshotChangelog(maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): PackedColumns | TableChanges {
+    return this.kept.changelog(this.map, maxParallelism, hold, delta);
+  }
 }
 
 /** A table whose packed columns are kept between snapshots: the heap's own, or an adopted one that reports its changes. */
@@ -282,7 +324,7 @@ function keepsColumns(t: StateTable<unknown>): KeepsColumns | undefined {
   return adopted.snapshotColumns !== undefined ? (adopted as KeepsColumns) : undefined;
 }
 
-type KeepsColumns = Required<Pick<AdoptedTable, "snapshotColumns">> & Pick<AdoptedTable, "materialize">;
+type KeepsColumns = Required<Pick<AdoptedTable, "snapshotColumns">> & Pick<AdoptedTable, "materialize" | "snapshotChangelog">;
 
 /** What SnapshotColumns reads of a table: its keys, and each key's value in stored form. */
 export interface StoredValues {
@@ -304,6 +346,11 @@ export interface StoredValues {
  */
 export class KeptColumns {
   private columns: SnapshotColumns | undefined;
+  /**
+   * Keys touched since the last changelog snapshot, once one was taken (see changelog); undefined
+   * before, or after more distinct keys than the table holds changed (the next one is then whole).
+   */
+  private changed: Set<Key> | undefined;
   constructor(
     private readonly name: string,
     private readonly kind: StateKind,
@@ -312,6 +359,38 @@ export class KeptColumns {
   /** The key's stored value may have changed; `size` is the table's (too many changes and the columns are rebuilt instead). */
   touched(key: Key, size: number): void {
     if (this.columns !== undefined) this.columns.touched(key, size);
+    const changed = this.changed;
+    if (changed !== undefined) {
+      changed.add(key);
+      // Past the table's size a whole table costs less to write than its changes (and bounds the set).
+      if (changed.size > size + 1024) this.changed = undefined;
+    }
+  }
+
+  /**
+   * The table's part of a changelog snapshot (KeyedStateBackend.snapshotChangelog): its changes
+   * since the last one when `delta` and they were recorded, else the whole table (snapshot()). The
+   * record starts again from here either way. A changed key's value is taken from the kept columns
+   * when they hold its current bytes (packed ahead by a materialization since it last changed;
+   * `hold` keeps them), else packed now; a changed key the table no longer holds is deleted.
+   */
+  changelog(values: StoredValues, maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): PackedColumns | TableChanges {
+    const changed = this.changed;
+    this.changed = new Set();
+    if (!delta || changed === undefined) return this.snapshot(values, maxParallelism, hold);
+    const columns = this.usable(maxParallelism);
+    const pending = columns?.pendingKeys();
+    columns?.holdGroups(hold ?? HELD_FOR_GOOD);
+    const out: TableChanges = { changedKeys: [], changed: [], deletedKeys: [] };
+    for (const key of sortedByKeyGroup(changed, maxParallelism)) {
+      const bytes = (pending !== undefined && !pending.has(key) ? columns?.packedOf(key) : undefined) ?? packedOf(values, key, this.kind);
+      if (bytes === undefined) out.deletedKeys.push(key);
+      else {
+        out.changedKeys.push(key);
+        out.changed.push(bytes);
+      }
+    }
+    return out;
   }
 
   /**
@@ -464,11 +543,22 @@ class SnapshotColumns {
 
   /** The key's value packed (a view of a packer's buffer), or undefined when it holds none. */
   private packed(map: StoredValues, key: Key): Uint8Array | undefined {
-    const packed = map.packedValue?.(key);
-    if (packed !== undefined) return packed;
-    const v = map.get(key);
-    if (v === undefined) return undefined;
-    return packValueView(this.kind === "map" ? flatten(v as Map<string, unknown>) : v);
+    return packedOf(map, key, this.kind);
+  }
+
+  /** Keys reported and not packed since. */
+  pendingKeys(): Set<Key> {
+    const pending = new Set<Key>();
+    for (let i = this.reportedFrom; i < this.reported.length; i++) pending.add(this.reported[i] as Key);
+    return pending;
+  }
+
+  /** The key's value as its group holds it (a view), or undefined when the group does not hold the key. */
+  packedOf(key: Key): Uint8Array | undefined {
+    const group = this.groups[keyGroupOf(key, this.maxParallelism)];
+    if (group === undefined) return undefined;
+    const i = indexOf(group.keys, key);
+    return i < 0 ? undefined : group.bytes.subarray(group.offsets[i], group.offsets[i + 1]);
   }
 
   touched(key: Key, size: number): void {
@@ -622,8 +712,8 @@ class SnapshotColumns {
     this.groups[g] = { keys: groupKeys, packedKeys, bytes, offsets, buffer, holds: [], spare: oldFree ? old.buffer : buffer === spare ? undefined : spare };
   }
 
-  /** The columns for a snapshot, whose pieces keep their groups' buffers until `hold` is released. */
-  concat(hold: SnapshotHold): PackedColumns {
+  /** Whatever a snapshot references of the groups' buffers stays as it is until `hold` is released. */
+  holdGroups(hold: SnapshotHold): void {
     for (const group of this.groups) {
       if (group === undefined) continue;
       const holds = group.holds;
@@ -634,6 +724,11 @@ class SnapshotColumns {
       holds.length = n;
       holds.push(hold);
     }
+  }
+
+  /** The columns for a snapshot, whose pieces keep their groups' buffers until `hold` is released. */
+  concat(hold: SnapshotHold): PackedColumns {
+    this.holdGroups(hold);
     if (this.concatenated !== undefined) return this.concatenated;
     const packedKeys: Uint8Array[] = [];
     const packed: Uint8Array[] = [];
@@ -782,6 +877,15 @@ function sameKeys(a: readonly Key[], b: readonly Key[]): boolean {
   return true;
 }
 
+/** The key's stored value packed (a view of a packer's buffer), or undefined when the table holds none. */
+function packedOf(map: StoredValues, key: Key, kind: StateKind): Uint8Array | undefined {
+  const packed = map.packedValue?.(key);
+  if (packed !== undefined) return packed;
+  const v = map.get(key);
+  if (v === undefined) return undefined;
+  return packValueView(kind === "map" ? flatten(v as Map<string, unknown>) : v);
+}
+
 /** A map state's entries as [mapKey, value, mapKey, value, …], in insertion order. */
 function flatten(m: Map<string, unknown>): unknown[] {
   const out: unknown[] = new Array(m.size * 2);
@@ -842,21 +946,45 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     // keys does not list them again.
     // Kept columns' keys are read only when there is a previous table to compare with.
     let previous: { readonly keys: Key[] } | undefined;
-    return names.map((name) => {
+    return names.map((name) => this.wholeTable(this.byName.get(name) as StateTable<unknown>, maxParallelism, hold, previous, (p) => (previous = p)));
+  }
+
+  /** One table whole, its keys left out when they are `previous`'s (then `setPrevious` is not called). */
+  private wholeTable(
+    t: StateTable<unknown>,
+    maxParallelism: number,
+    hold: SnapshotHold | undefined,
+    previous: { readonly keys: Key[] } | undefined,
+    setPrevious: (p: { readonly keys: Key[] }) => void,
+  ): PackedTableSnapshot | ColumnarTableSnapshot {
+    const kept = keepsColumns(t);
+    if (kept !== undefined) {
+      const columns = kept.snapshotColumns(maxParallelism, hold);
+      const same = previous !== undefined && (previous.keys === columns.keys || sameKeys(previous.keys, columns.keys));
+      if (!same) setPrevious(columns);
+      return { name: t.name, kind: t.kind, packedKeys: same ? null : columns.packedKeys, packed: columns.packed };
+    }
+    const keys = sortedByKeyGroup(t.keys(), maxParallelism);
+    const values = keys.map((k) => t.get(k));
+    if (t.kind === "map") for (let i = 0; i < values.length; i++) values[i] = flatten(values[i] as Map<string, unknown>);
+    const same = previous !== undefined && sameKeys(previous.keys, keys);
+    if (!same) setPrevious({ keys });
+    return { name: t.name, kind: t.kind, keys: same ? null : keys, values };
+  }
+
+  snapshotChangelog(maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): Array<ChangelogTableSnapshot | { name: string; kind: StateKind; changes: TableChanges }> {
+    // As snapshotColumns, tables over the previous whole table's keys not listing them again; a
+    // table of changes lists its own keys and is not such a previous table.
+    let previous: { readonly keys: Key[] } | undefined;
+    return [...this.byName.keys()].sort().map((name) => {
       const t = this.byName.get(name) as StateTable<unknown>;
       const kept = keepsColumns(t);
-      if (kept !== undefined) {
-        const columns = kept.snapshotColumns(maxParallelism, hold);
-        const same = previous !== undefined && (previous.keys === columns.keys || sameKeys(previous.keys, columns.keys));
-        if (!same) previous = columns;
-        return { name, kind: t.kind, packedKeys: same ? null : columns.packedKeys, packed: columns.packed };
-      }
-      const keys = sortedByKeyGroup(t.keys(), maxParallelism);
-      const values = keys.map((k) => t.get(k));
-      if (t.kind === "map") for (let i = 0; i < values.length; i++) values[i] = flatten(values[i] as Map<string, unknown>);
-      const same = previous !== undefined && sameKeys(previous.keys, keys);
-      if (!same) previous = { keys };
-      return { name, kind: t.kind, keys: same ? null : keys, values };
+      if (kept?.snapshotChangelog === undefined) return this.wholeTable(t, maxParallelism, hold, previous, (p) => (previous = p));
+      const part = kept.snapshotChangelog(maxParallelism, hold, delta);
+      if ("changedKeys" in part) return { name, kind: t.kind, changes: part };
+      const same = previous !== undefined && (previous.keys === part.keys || sameKeys(previous.keys, part.keys));
+      if (!same) previous = part;
+      return { name, kind: t.kind, packedKeys: same ? null : part.packedKeys, packed: part.packed };
     });
   }
 

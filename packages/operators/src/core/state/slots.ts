@@ -5,7 +5,7 @@
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
 import { NumberMinHeap } from "../minheap";
-import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type SnapshotHold, type StateKind } from "./backend";
+import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type SnapshotHold, type StateKind, type TableChanges } from "./backend";
 
 /** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
 export function hashKey(key: string): number {
@@ -436,6 +436,10 @@ export class ChangeReportingSlotTableView extends SlotTableView {
 
   snapshotColumns(maxParallelism: number, hold?: SnapshotHold): PackedColumns {
     return this.kept.snapshot(this, maxParallelism, hold);
+  }
+
+  snapshotChangelog(maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): PackedColumns | TableChanges {
+    return this.kept.changelog(this, maxParallelism, hold, delta);
   }
 
   materialize(maxParallelism: number, budget?: MaterializeBudget): boolean {

@@ -19,7 +19,7 @@ import {
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
 import { MAX_NUMBER_BYTES, MAX_STR_BYTES, ValueWriter } from "../../core/snapshot-codec";
-import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TtlEntry } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TableChanges, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -1072,6 +1072,9 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   }
   snapshotColumns(maxParallelism: number, hold?: SnapshotHold): PackedColumns {
     return this.kept.snapshot(this, maxParallelism, hold);
+  }
+  snapshotChangelog(maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): PackedColumns | TableChanges {
+    return this.kept.changelog(this, maxParallelism, hold, delta);
   }
   materialize(maxParallelism: number, budget?: MaterializeBudget): boolean {
     return this.kept.materialize(this, maxParallelism, budget);

@@ -1,0 +1,96 @@
+// Changelog checkpoints, restored: one whole job snapshot out of a chain, a snapshot holding every
+// table whole followed by snapshots holding only the keyed state changed since the one before
+// (LocalJob.snapshotPieces with a changelog; Flink's changelog state backend replays its state
+// changelog over the last materialized state the same way).
+//
+// Everything but the keyed tables (timers, watermarks, operator state, counters, sources) is the
+// newest snapshot's: each snapshot of the chain holds it whole. A table is replayed over the chain:
+// a whole table replaces what was before, changes overwrite or delete their keys. Each change holds
+// the key's whole stored value, so replaying a change twice, or over a state that already had it,
+// gives the same state: the first snapshot may be taken at any point before the second's changes
+// began (a state written in the background while changes go on being recorded).
+import type { Key } from "../core/api";
+import { decodeSnapshot, encodeSnapshot, unpackValues } from "../core/snapshot-codec";
+import { tablesFromSnapshot, type ColumnarTableSnapshot, type DeltaTableSnapshot, type PackedTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
+
+const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
+const OPERATOR_SNAPSHOT_FORMAT = "keyflow.operator-snapshot/v1";
+
+type AnyTable = TableSnapshot | ColumnarTableSnapshot | PackedTableSnapshot | DeltaTableSnapshot;
+
+interface OperatorSnapshotView {
+  format: string;
+  state: AnyTable[];
+  [other: string]: unknown;
+}
+
+interface JobSnapshotView {
+  format: string;
+  nodes: Record<string, Uint8Array>;
+  [other: string]: unknown;
+}
+
+/** A table as the chain builds it: its kind and entries by key, in the order they came. */
+interface ReplayedTable {
+  kind: StateKind;
+  entries: Map<Key, unknown>;
+}
+
+/**
+ * The whole job snapshot a chain stands for: `chain[0]` a snapshot with every table whole (a
+ * changelog's "whole" one, or any plain snapshot), then each "changes" snapshot in the order
+ * taken. A chain of one is returned as it is.
+ */
+export function resolveChangelog(chain: readonly Uint8Array[]): Uint8Array {
+  const newestBytes = chain[chain.length - 1];
+  if (newestBytes === undefined) throw new Error("resolveChangelog: an empty chain");
+  if (chain.length === 1) return newestBytes;
+  const jobs = chain.map((bytes, i) => {
+    const s = decodeSnapshot(bytes) as JobSnapshotView;
+    if (s === null || typeof s !== "object" || s.format !== JOB_SNAPSHOT_FORMAT) throw new Error(`changelog snapshot ${i + 1} of ${chain.length} is not a job snapshot (${JOB_SNAPSHOT_FORMAT})`);
+    return s;
+  });
+  const newest = jobs[jobs.length - 1] as JobSnapshotView;
+  const nodes: Record<string, Uint8Array> = {};
+  for (const [id, bytes] of Object.entries(newest.nodes)) {
+    const parts = jobs.map((j) => j.nodes[id]).filter((b): b is Uint8Array => b !== undefined);
+    nodes[id] = parts.length === 1 ? bytes : resolveOperator(id, parts);
+  }
+  return encodeSnapshot({ ...newest, nodes });
+}
+
+/** One node's snapshot out of its snapshots along the chain (oldest first). */
+function resolveOperator(nodeId: string, chain: readonly Uint8Array[]): Uint8Array {
+  const snaps = chain.map((bytes) => {
+    const s = decodeSnapshot(bytes) as OperatorSnapshotView;
+    if (s === null || typeof s !== "object" || s.format !== OPERATOR_SNAPSHOT_FORMAT) throw new Error(`node "${nodeId}": not an operator snapshot (${OPERATOR_SNAPSHOT_FORMAT})`);
+    return s;
+  });
+  const tables = new Map<string, ReplayedTable>();
+  snaps.forEach((s, i) => {
+    // Whole tables in order, so that one listing no keys takes those of the whole table before it.
+    const whole = tablesFromSnapshot(s.state.filter((t): t is Exclude<AnyTable, DeltaTableSnapshot> => !("changed" in t)));
+    let w = 0;
+    for (const t of s.state) {
+      if (!("changed" in t)) {
+        const table = whole[w++] as TableSnapshot;
+        tables.set(table.name, { kind: table.kind, entries: new Map(table.entries) });
+        continue;
+      }
+      let into = tables.get(t.name);
+      if (into === undefined) tables.set(t.name, (into = { kind: t.kind, entries: new Map() }));
+      if (into.kind !== t.kind) throw new Error(`node "${nodeId}": state "${t.name}" is ${into.kind} state in snapshot ${i} of the chain and ${t.kind} state in snapshot ${i + 1}`);
+      // The changed values decoded as a whole table's would be (map state back to [key, value] pairs).
+      const [changed] = tablesFromSnapshot([{ name: t.name, kind: t.kind, packedKeys: [t.changedKeys], packed: [t.changed] }]);
+      for (const [k, v] of (changed as TableSnapshot).entries) into.entries.set(k, v);
+      for (const k of unpackValues(t.deletedKeys) as Key[]) into.entries.delete(k);
+    }
+  });
+  // The newest snapshot's tables, in its order (a table is in every snapshot from its first use on).
+  const newest = snaps[snaps.length - 1] as OperatorSnapshotView;
+  const state: TableSnapshot[] = newest.state.map((t) => {
+    const table = tables.get(t.name) as ReplayedTable;
+    return { name: t.name, kind: table.kind, entries: [...table.entries] };
+  });
+  return encodeSnapshot({ ...newest, state });
+}
