@@ -21,6 +21,7 @@ import path from "node:path";
 import { LocalJob, operatorTypes, type LocalJobOptions } from "@keyflow/operators";
 import { describe, expect, it } from "vitest";
 import { RUNNER_DIR, runCli, type CliResult } from "../test/run-cli";
+import { readCheckpointFolder } from "./job/checkpoints";
 
 const GOLDEN = path.resolve(RUNNER_DIR, "..", "..", "examples", "golden");
 const INVALID = path.join(GOLDEN, "invalid");
@@ -222,10 +223,13 @@ const INSPECT_ONLY: LocalJobOptions = { operatorServices: { customFunctionFactor
  * least one source read something. End of input is visible in the engine's snapshot: the source's
  * watermark is then +infinity.
  */
-function midStreamCheckpoint(ckpt: string, doc: PipelineDoc): CheckpointInfo | undefined {
+async function midStreamCheckpoint(ckpt: string, doc: PipelineDoc): Promise<CheckpointInfo | undefined> {
   const sources = doc.nodes.filter((n) => n.type.startsWith("source.")).map((n) => n.id);
   for (const c of committedCheckpoints(ckpt).reverse()) {
-    const metrics = LocalJob.restore(doc, readFileSync(path.join(c.dir, "state.bin")), INSPECT_ONLY).metrics();
+    // Read as a restore reads it (a changelog checkpoint's state.bin holds only its changes).
+    const { state } = await readCheckpointFolder(c.dir);
+    if (state === undefined) throw new Error(`checkpoint "${c.dir}" of a single-threaded run has no state.bin`);
+    const metrics = LocalJob.restore(doc, state, INSPECT_ONLY).metrics();
     if (sources.some((id) => metrics[id]?.watermark === Number.POSITIVE_INFINITY)) continue;
     return Object.values(c.positions).some((p) => (p.byte ?? 0) > 0) ? c : undefined;
   }
@@ -253,7 +257,7 @@ async function resumedRun(name: string): Promise<Map<string, string>> {
 
     const first = await cli(["run", pipeline, "--checkpoint-dir", ckpt, "--checkpoint-interval", "1"]);
     expectSuccess(first, `${name}: first run, on the first half of the inputs`);
-    const chosen = midStreamCheckpoint(ckpt, doc);
+    const chosen = await midStreamCheckpoint(ckpt, doc);
     if (chosen === undefined) {
       rmSync(dir, { recursive: true, force: true });
       if (attempt < 3) continue; // every batch was processed before a checkpoint was due: try again

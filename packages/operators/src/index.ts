@@ -8,7 +8,7 @@ export * from "./core/spec";
 // ---- The engine: keys and key groups, keyed state, timers, the operator host, the local job ----
 export * from "./core/keys";
 export { OperatorHost, type HostEmit, type HostMetrics, type OperatorHostOptions, type StateStats } from "./core/host";
-export { HeapKeyedStateBackend, SnapshotHold, estimateBytes, keptColumnsVerification, setKeptColumnsVerification, type KeyedStateBackend, type StateBackendStats, type StateKind, type StateTable, type TableSnapshot } from "./core/state";
+export { HeapKeyedStateBackend, SnapshotHold, type ChangelogSnapshot, estimateBytes, keptColumnsVerification, setKeptColumnsVerification, type KeyedStateBackend, type StateBackendStats, type StateKind, type StateTable, type TableSnapshot } from "./core/state";
 export { encodeSnapshot, joinPieces, PROTO_FIELD_REFUSAL, type SnapshotPieces } from "./core/snapshot-codec";
 export { TimerQueue, type TimerTuple } from "./core/timers";
 export { PartitionWatermarks, type PartitionWatermarkTuple } from "./core/watermarks";

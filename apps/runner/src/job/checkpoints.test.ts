@@ -1,10 +1,12 @@
 // DirectoryCheckpointStore's write: a checkpoint folder exists whole or not at all, now that its
-// files are written and fsynced at once.
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+// files are written and fsynced at once; changelog checkpoints restored from their chains, kept by
+// retention while a retained one replays them, and copied whole into savepoints.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { CHECKPOINT_FORMAT, DirectoryCheckpointStore, readCheckpointFolder, writePieces, type CheckpointMeta } from "./checkpoints";
+import { LocalJob, type PipelineDocumentInput } from "@keyflow/operators";
+import { CHECKPOINT_FORMAT, DirectoryCheckpointStore, readCheckpointFolder, writePieces, writeSavepoint, type CheckpointMeta } from "./checkpoints";
 
 const meta = (id: number): CheckpointMeta => ({ format: CHECKPOINT_FORMAT, id, jobId: "job", pipeline: { name: "p", digest: "-" }, createdAt: new Date(0).toISOString(), processingTime: 0, stateBytes: 3, sources: {}, sinks: {} });
 
@@ -68,3 +70,100 @@ describe("writePieces", () => {
   });
 });
 
+
+describe("changelog checkpoints in a folder", () => {
+  // A keyed pipeline whose state is mostly unchanged between checkpoints.
+  const doc: PipelineDocumentInput = {
+    format: "keyflow.pipeline/v1",
+    name: "changelog",
+    nodes: [
+      { id: "pay", type: "source.file", params: { path: "pay.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 0 } },
+      { id: "byCard", type: "keyBy", params: { field: "card" } },
+      { id: "vel", type: "velocity", params: { threshold: 3, windowMs: 1_000, mode: "eager" } },
+      { id: "out", type: "sink.file", params: { path: "out.jsonl" } },
+    ],
+    edges: [
+      { from: "pay", to: "byCard" },
+      { from: "byCard", to: "vel" },
+      { from: "vel", to: "out" },
+    ],
+  };
+  /** The job's state as a restore gives it back (a snapshot of a restored job: the form the checks compare). */
+  const restoredNow = (job: LocalJob) => LocalJob.restore(doc, job.snapshot()).snapshot();
+  const feed = (job: LocalJob, cards: number[], ts: number) => {
+    for (const c of cards) job.pushValue("pay", { card: `c${c}`, ts }, { partition: 0 });
+    job.drain();
+  };
+  /** Checkpoints 1 (whole) to 4 (changes over 1 to 3), each folder's chain as the driver writes it. */
+  async function chain(dir: string, retained: number) {
+    const store = new DirectoryCheckpointStore(dir, retained);
+    await store.acquire();
+    const job = LocalJob.create(doc);
+    feed(job, Array.from({ length: 500 }, (_, i) => i), 1);
+    await store.write(meta(1), job.snapshotPieces(undefined, "whole"));
+    const links = ["../chk-0000000001/state.bin"];
+    for (const id of [2, 3, 4]) {
+      feed(job, [id, id + 10], id);
+      await store.write({ ...meta(id), changelog: { chain: [...links] } }, job.snapshotPieces(undefined, "changes"));
+      await store.markCommitted(id);
+      links.push(`../chk-${String(id).padStart(10, "0")}/state.bin`);
+    }
+    return { store, job };
+  }
+
+  it("restores the newest from its chain, keeps what a retained one replays, and names a missing link", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const { store, job } = await chain(dir, 1);
+    // Only checkpoint 4 is retained, and it replays 1 to 3: all stay.
+    expect(readdirSync(dir).filter((f) => f.startsWith("chk-"))).toHaveLength(4);
+    const whole = readFileSync(path.join(dir, "chk-0000000001", "state.bin")).byteLength;
+    const changes = readFileSync(path.join(dir, "chk-0000000004", "state.bin")).byteLength;
+    expect(changes).toBeLessThan(whole / 10);
+    const latest = await store.latest();
+    expect(latest?.meta.id).toBe(4);
+    expect(Buffer.from(LocalJob.restore(doc, latest!.state!).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
+    // A new whole checkpoint: the old chain is no longer needed.
+    await store.write(meta(5), job.snapshotPieces(undefined, "whole"));
+    await store.markCommitted(5);
+    expect(readdirSync(dir).filter((f) => f.startsWith("chk-"))).toEqual(["chk-0000000005"]);
+    await store.release();
+
+    const broken = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const second = await chain(broken, 10);
+    rmSync(path.join(broken, "chk-0000000002"), { recursive: true });
+    await expect(second.store.latest()).rejects.toThrow(/holds only the changes since earlier checkpoints, and "\.\.\/chk-0000000002\/state\.bin" \(changes it replays\) is missing/);
+    await second.store.release();
+  });
+
+  it("copies a changelog checkpoint into a savepoint that holds its whole state and nothing else", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const { store, job } = await chain(dir, 10);
+    const savepoint = await writeSavepoint(path.join(dir, "chk-0000000004"), path.join(dir, "savepoints"), "job");
+    await store.release();
+    rmSync(path.join(dir, "chk-0000000001"), { recursive: true });
+    const read = await readCheckpointFolder(savepoint);
+    expect(read.meta.changelog).toBeUndefined();
+    expect(Buffer.from(LocalJob.restore(doc, read.state!).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
+  });
+
+  it("writes a whole state beside the checkpoints, named by the id read once it is written, and retention keeps it while a checkpoint lists it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const { store, job } = await chain(dir, 1);
+    let next = 5;
+    const file = await store.writeSharedState(job.snapshotPieces(), "t", () => next);
+    expect(file).toBe("shared/heap-0000000005-t.full");
+    expect(readdirSync(path.join(dir, "shared"))).toEqual(["heap-0000000005-t.full"]);
+    feed(job, [99], 9);
+    await store.write({ ...meta(5), changelog: { chain: [`../${file}`] } }, job.snapshotPieces(undefined, "changes"));
+    await store.markCommitted(5);
+    // Checkpoint 5 builds on the shared file alone: 1 to 4 go, the file stays.
+    expect(readdirSync(dir).filter((f) => f.startsWith("chk-"))).toEqual(["chk-0000000005"]);
+    expect(readdirSync(path.join(dir, "shared"))).toEqual(["heap-0000000005-t.full"]);
+    expect(Buffer.from(LocalJob.restore(doc, (await store.latest())!.state!).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
+    next = 7;
+    await store.write(meta(6), job.snapshotPieces(undefined, "whole"));
+    await store.markCommitted(6);
+    expect(readdirSync(path.join(dir, "shared"))).toEqual([]);
+    await store.release();
+  });
+});

@@ -11,12 +11,12 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import type { JsonValue, SnapshotPieces } from "@keyflow/operators";
+import { resolveChangelog, type JsonValue, type SnapshotPieces } from "@keyflow/operators";
 import type { FileHandle } from "node:fs/promises";
 import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
 import { checkpointGraphSchema } from "./restore-compat";
 import { diskChainSchema, type DiskChain } from "../state/chain-files";
-import { pruneSharedFiles, savepointDiskState } from "../state/disk-checkpoints";
+import { pruneSharedFiles, savepointDiskState, SHARED_DIR } from "../state/disk-checkpoints";
 import { FolderLease } from "./lease";
 import type { Logger } from "../log";
 
@@ -64,6 +64,12 @@ const metaSchema = z.object({
     .optional(),
   /** A single-threaded job's keyed state in the disk backend's chain files. */
   disk: diskChainSchema.optional(),
+  /**
+   * A changelog checkpoint (heap state): `state.bin` holds the keyed state changed since the
+   * checkpoint before, and a restore replays `chain` (files relative to this folder, oldest first: a
+   * whole snapshot, then the changes of the checkpoints between) and then `state.bin` (resolveChangelog).
+   */
+  changelog: z.object({ chain: z.array(z.string()).min(1) }).optional(),
 });
 export type CheckpointMeta = z.infer<typeof metaSchema>;
 
@@ -117,6 +123,13 @@ export interface CheckpointStore {
    */
   write(meta: CheckpointMeta, state: CheckpointState): Promise<void>;
   markCommitted(id: number): Promise<void>;
+  /**
+   * Stores that keep files: writes a whole job snapshot beside the checkpoints, for changelog
+   * checkpoints to build on (CheckpointMeta.changelog), durable and in place when it resolves with
+   * its path relative to `location`. `id` is read once it is written, and names it: the id of the
+   * next checkpoint then, so that retention keeps it until a checkpoint that could list it completes.
+   */
+  writeSharedState?(state: SnapshotPieces, tag: string, id: () => number): Promise<string>;
   /** Throws a FencedError (./lease.ts) when another runner took the folder over; stores without a folder own nothing. */
   checkOwner?(what: string): Promise<void>;
   /** The folder of checkpoint `id`, or undefined when checkpoints are not kept. */
@@ -143,7 +156,9 @@ export class TransientCheckpointStore implements CheckpointStore {
 }
 
 const CHK = /^chk-(\d+)$/;
-const name = (id: number) => `chk-${String(id).padStart(10, "0")}`;
+/** The folder of checkpoint `id` under the store's location. */
+export const checkpointFolderName = (id: number) => `chk-${String(id).padStart(10, "0")}`;
+const name = checkpointFolderName;
 
 export class DirectoryCheckpointStore implements CheckpointStore {
   /** Ownership of the folder; a replaced runner is fenced at its next write (./lease.ts). */
@@ -216,6 +231,24 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     });
   }
 
+  async writeSharedState(state: SnapshotPieces, tag: string, id: () => number): Promise<string> {
+    const shared = path.join(this.location, SHARED_DIR);
+    await fs.mkdir(shared, { recursive: true });
+    // Retention looks only at names ending .full: this one does not until it is whole.
+    const tmp = path.join(shared, `.heap-${tag}.inprogress-${randomBytes(4).toString("hex")}`);
+    try {
+      await writeSynced(tmp, state);
+      await this.lease.check("a changelog's whole state");
+      const file = `heap-${String(id()).padStart(10, "0")}-${tag}.full`;
+      await fs.rename(tmp, path.join(shared, file));
+      await fsyncDir(shared);
+      return `${SHARED_DIR}/${file}`;
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
   async markCommitted(id: number): Promise<void> {
     await this.lease.check(`the commit marker of checkpoint ${id}`);
     await writeFileAtomic(path.join(this.location, name(id), "_committed"), new Date().toISOString() + "\n");
@@ -228,10 +261,20 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     await this.lease.check("anything: pruning old checkpoints is the new owner's");
     const all = await this.entries();
     const keepFrom = all[Math.max(0, all.length - this.retained)]?.id ?? 0;
-    for (const e of all) {
-      if (e.id < keepFrom) await fs.rm(e.dir, { recursive: true, force: true });
+    const retained = all.filter((e) => e.id >= keepFrom);
+    // And the older folders whose state a retained changelog checkpoint replays.
+    const needed = new Set<string>();
+    let unknown = false;
+    for (const e of retained) {
+      const meta = await readChainOf(e.dir);
+      if (meta === undefined) unknown = true;
+      else for (const f of chainPaths(e.dir, meta)) needed.add(path.dirname(f));
     }
-    await pruneSharedFiles(this.location, all.filter((e) => e.id >= keepFrom).map((e) => e.dir), all[all.length - 1]?.id ?? 0);
+    // A retained folder whose metadata cannot be read (being written, or damaged) may replay any older one.
+    for (const e of all) {
+      if (e.id < keepFrom && !unknown && !needed.has(e.dir)) await fs.rm(e.dir, { recursive: true, force: true });
+    }
+    await pruneSharedFiles(this.location, retained.map((e) => e.dir), all[all.length - 1]?.id ?? 0);
     for (const n of await fs.readdir(this.location)) {
       if (n.startsWith(".chk-") && n.includes(".inprogress-")) await fs.rm(path.join(this.location, n), { recursive: true, force: true });
     }
@@ -261,8 +304,38 @@ export async function readCheckpointFolder(dir: string): Promise<StoredCheckpoin
     }
     return { meta, committed, state: undefined, tasks, dir };
   }
-  const state = new Uint8Array(await fs.readFile(path.join(dir, "state.bin")));
+  const own = new Uint8Array(await fs.readFile(path.join(dir, "state.bin")));
+  const state = meta.changelog === undefined ? own : resolveChangelog([...(await readChain(dir, meta.changelog.chain)), own]);
   return { meta, committed, state, dir };
+}
+
+/** The files a changelog checkpoint in `dir` replays, read; a missing one is named with what it is. */
+async function readChain(dir: string, chain: readonly string[]): Promise<Uint8Array[]> {
+  return Promise.all(
+    chain.map(async (file, i) => {
+      try {
+        return new Uint8Array(await fs.readFile(path.resolve(dir, file)));
+      } catch (err) {
+        if (isNotFound(err)) throw new Error(`checkpoint "${dir}" holds only the changes since earlier checkpoints, and "${file}" (${i === 0 ? "the whole state it builds on" : "changes it replays"}) is missing: restore from a savepoint or an older checkpoint`);
+        throw err;
+      }
+    }),
+  );
+}
+
+/** A checkpoint folder's changelog chain as its metadata lists it, or undefined when the metadata cannot be read. */
+async function readChainOf(dir: string): Promise<{ changelog?: { chain: string[] } | undefined } | undefined> {
+  try {
+    const raw = JSON.parse(await fs.readFile(path.join(dir, "_metadata.json"), "utf8")) as { changelog?: unknown };
+    return { changelog: metaSchema.shape.changelog.parse(raw.changelog) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The files a changelog checkpoint folder's chain names, as paths. */
+function chainPaths(dir: string, meta: { changelog?: { chain: string[] } | undefined }): string[] {
+  return (meta.changelog?.chain ?? []).map((f) => path.resolve(dir, f));
 }
 
 /**
@@ -276,10 +349,13 @@ export async function writeSavepoint(from: string, root: string, jobId: string):
   await writeFolder(root, base, `.${base}.inprogress`, async (tmp) => {
     for (const n of await fs.readdir(from)) {
       if (n === "_metadata.json") continue;
-      await writeSynced(path.join(tmp, n), new Uint8Array(await fs.readFile(path.join(from, n))));
+      // A changelog checkpoint's own state.bin is only its changes: the savepoint holds the state resolved.
+      const bytes = n === "state.bin" && source.state !== undefined ? source.state : new Uint8Array(await fs.readFile(path.join(from, n)));
+      await writeSynced(path.join(tmp, n), bytes);
     }
     // Disk-backend state: each chain compacted into one full file inside the savepoint (self-contained).
-    const meta: CheckpointMeta = { ...savepointDiskState(source.meta, from, tmp), savepointOf: { jobId, checkpoint: source.meta.id } };
+    const { changelog: _resolved, ...whole } = source.meta;
+    const meta: CheckpointMeta = { ...savepointDiskState(whole, from, tmp), savepointOf: { jobId, checkpoint: source.meta.id } };
     await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
   });
   return path.join(root, base);

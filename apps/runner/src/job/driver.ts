@@ -16,7 +16,7 @@
 // the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, SnapshotHold, type ChangelogSnapshot, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -29,7 +29,7 @@ import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointState, CheckpointStore, StoredCheckpoint } from "./checkpoints";
-import { CHECKPOINT_FORMAT, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
+import { CHECKPOINT_FORMAT, checkpointFolderName, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
 import { checkRestore, graphOf } from "./restore-compat";
 import { recoverEpoch, type TransactionProbe } from "./recover-epoch";
 import type { DiskStateStore } from "../state/disk-store";
@@ -113,6 +113,12 @@ export interface JobDriverOptions {
   log: Logger;
   /** Overrides settings.checkpointIntervalMs (tests). */
   checkpointIntervalMs?: number;
+  /**
+   * Heap state of a single-threaded job, kept in a checkpoint folder: each checkpoint writes only the
+   * keyed state changed since the one before, over a whole state written now and then in the
+   * background (default true; false writes every checkpoint whole).
+   */
+  changelogCheckpoints?: boolean;
   /** How often processing time advances and idle partitions are checked while no batch arrives. */
   tickMs?: number;
   /** How long a stop waits for sources to let go before closing them anyway. */
@@ -146,6 +152,20 @@ const HISTORY = 50;
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
 
 /** A checkpoint whose sinks have prepared (phase 1), waiting for its phase 2 (JobDriver.finishCheckpoint). */
+/** One written snapshot of a changelog chain: a file relative to the checkpoint folder's location. */
+interface ChangelogLink {
+  file: string;
+  /** The checkpoint it was written for; a background whole state: the last checkpoint snapshotted before it. */
+  id: number;
+  bytes: number;
+}
+
+/**
+ * A whole state is written in the background once the changes since the last one add up to more
+ * than it (a restore would read more changes than state), or once a chain has this many links.
+ */
+const MAX_CHANGELOG_LINKS = 100;
+
 interface PreparedCheckpoint {
   id: number;
   started: number;
@@ -163,6 +183,8 @@ interface PreparedCheckpoint {
   incrementalBytes: number;
   /** Released once the state is written: its packed columns may then be written over (see SnapshotHold). */
   hold: SnapshotHold | undefined;
+  /** A changelog checkpoint: its snapshot's kind and the chain it builds on. */
+  changelog: { mode: ChangelogSnapshot; chain: ChangelogLink[] | undefined } | undefined;
 }
 
 export class JobDriver {
@@ -198,6 +220,17 @@ export class JobDriver {
   private readonly positions = new Map<string, JsonValue>();
   private readonly activity = new Map<string, PartitionActivity>();
   private nextCheckpointId = 1;
+  /**
+   * Changelog checkpoints (a single-threaded heap job with a checkpoint folder): the written
+   * snapshots the next checkpoint builds on, a whole one then changes, oldest first; undefined
+   * until one is written whole (at the start, after a restore, and after a checkpoint that failed).
+   */
+  private changelog: ChangelogLink[] | undefined;
+  /** The whole state written in the background while a checkpoint was in flight, for its chain to start from. */
+  private writtenBase: ChangelogLink | undefined;
+  /** The background write of a whole state (at most one at a time), and whether the chain grew enough to want one. */
+  private baseWrite: Promise<void> | undefined;
+  private baseWanted = false;
   /** A checkpoint is wanted now (a savepoint), whatever the interval says. */
   private checkpointWanted = false;
   /** Savepoints waiting for the next completed checkpoint: the folder to copy it into. */
@@ -400,6 +433,8 @@ export class JobDriver {
     }
     if (!restored) return undefined;
     const what = from !== undefined ? `"${from}"` : `checkpoint ${restored.meta.id}`;
+    const chain = restored.meta.changelog?.chain;
+    if (chain !== undefined) this.log.info(`restoring ${what}: a changelog checkpoint, its changes replayed over ${chain[0]} and ${chain.length - 1} checkpoints' changes between`);
     if (restored.meta.graph) {
       const check = checkRestore(restored.meta.graph, this.opts.doc, this.opts.allowNonRestoredState ?? false, what);
       if (check.problems.length > 0) throw new Error(`cannot restore ${what} into pipeline "${this.opts.doc.name}": ${check.problems.join("; ")}`);
@@ -545,6 +580,7 @@ export class JobDriver {
         await this.checkpoint();
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
         pacer.packed();
+        if (this.baseWanted) this.startBaseWrite();
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
@@ -620,13 +656,78 @@ export class JobDriver {
     // first, and are reused for the next ones once written.
     if (!disk) {
       const hold = new SnapshotHold();
-      return this.commitCheckpoint(id, started, t0, job.snapshotPieces(hold), Object.fromEntries(this.positions), {}, hold);
+      const changelog = this.changelogFor();
+      // Broken until this one is written: a checkpoint that fails leaves the next one to start a chain again.
+      this.changelog = undefined;
+      const pieces = job.snapshotPieces(hold, changelog?.mode);
+      const extra = changelog?.chain ? { changelog: { chain: changelog.chain.map((l) => `../${l.file}`) } } : {};
+      return this.commitCheckpoint(id, started, t0, pieces, Object.fromEntries(this.positions), extra, hold, changelog);
     }
     // Disk backend: the snapshot leaves keyed state out; the store writes its delta (or a full dump).
     const state = disk.referenceSnapshots(() => job.snapshot());
     const location = this.opts.checkpoints.location;
     const chain = location !== undefined ? disk.writeCheckpoint(id, path.join(location, SHARED_DIR), `../${SHARED_DIR}`, this.diskSuffix) : undefined;
     await this.commitCheckpoint(id, started, t0, state, Object.fromEntries(this.positions), chain ? { disk: chain } : {});
+  }
+
+  /** The kind of changelog snapshot the next checkpoint takes, and what it builds on; undefined: a plain snapshot. */
+  private changelogFor(): PreparedCheckpoint["changelog"] {
+    if (this.opts.checkpoints.writeSharedState === undefined || this.opts.changelogCheckpoints === false) return undefined;
+    const chain = this.changelog;
+    return chain === undefined ? { mode: "whole", chain: undefined } : { mode: "changes", chain };
+  }
+
+  /** A changelog checkpoint's state is written: the next one builds on it (and on a whole state written meanwhile). */
+  private changelogWritten(changelog: NonNullable<PreparedCheckpoint["changelog"]>, link: ChangelogLink): void {
+    const links = changelog.mode === "whole" || changelog.chain === undefined ? [link] : [...changelog.chain, link];
+    if (changelog.mode === "whole") this.writtenBase = undefined;
+    this.changelog = links;
+    const base = this.writtenBase;
+    this.writtenBase = undefined;
+    if (base !== undefined) this.startChainAt(base);
+    const current = this.changelog;
+    const changeBytes = current.slice(1).reduce((n, l) => n + l.bytes, 0);
+    if (changeBytes > (current[0]?.bytes ?? 0) || current.length > MAX_CHANGELOG_LINKS) this.baseWanted = true;
+  }
+
+  /**
+   * A whole state written in the background starts the chain, when it is newer than the chain's
+   * start: the changes of the checkpoints after the one it followed go on over it (a change holds a
+   * key's whole value, so replaying changes it already has is harmless; see resolveChangelog).
+   */
+  private startChainAt(base: ChangelogLink): void {
+    const chain = this.changelog;
+    if (chain === undefined) {
+      this.writtenBase = base; // a checkpoint is in flight: its chain takes it once written
+      return;
+    }
+    if ((chain[0]?.id ?? Number.POSITIVE_INFINITY) > base.id) return; // a whole checkpoint came after it
+    this.changelog = [base, ...chain.filter((l, i) => i > 0 && l.id > base.id)];
+  }
+
+  /**
+   * Writes the whole state beside the checkpoints, in the background, for the chain to start from
+   * (Flink's changelog backend materializes its state the same way): the snapshot is taken here,
+   * between records, and only its write overlaps them; checkpoints go on meanwhile.
+   */
+  private startBaseWrite(): void {
+    const { checkpoints } = this.opts;
+    if (this.baseWrite !== undefined || checkpoints.writeSharedState === undefined) return;
+    this.baseWanted = false;
+    const after = this.nextCheckpointId - 1;
+    const hold = new SnapshotHold();
+    const pieces = this.requireJob().snapshotPieces(hold);
+    this.log.debug(`changelog: writing the whole state (${pieces.byteLength} bytes) for the checkpoints after ${after} to build on`);
+    this.baseWrite = checkpoints
+      .writeSharedState(pieces, this.diskSuffix, () => this.nextCheckpointId)
+      .then(
+        (file) => this.startChainAt({ file, id: after, bytes: pieces.byteLength }),
+        (err: unknown) => this.log.warn(`changelog: the whole state could not be written (${errorMessage(err)}); checkpoints go on replaying the changes since the last one`),
+      )
+      .finally(() => {
+        hold.release();
+        this.baseWrite = undefined;
+      });
   }
 
   /** Every task of a parallel job acknowledged checkpoint `c.id` and the sink task aligned it: commit it. */
@@ -656,8 +757,9 @@ export class JobDriver {
     t0: number,
     state: CheckpointState,
     sources: Record<string, JsonValue>,
-    extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk">,
+    extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk" | "changelog">,
     hold?: SnapshotHold,
+    changelog?: PreparedCheckpoint["changelog"],
   ): Promise<void> {
     const failed = (err: unknown): unknown => {
       if (!isFenced(err)) this.checkpointFailed({ id, triggeredAt: started, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
@@ -665,7 +767,7 @@ export class JobDriver {
     };
     let finish: () => Promise<void>;
     try {
-      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra, hold);
+      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra, hold, changelog);
     } catch (err) {
       throw failed(err);
     }
@@ -701,11 +803,13 @@ export class JobDriver {
   }
 
   /** Phase 1 (sinks prepare); resolves with the rest (write, commit, mark), for commitCheckpoint to run. */
-  private async twoPhaseCommit(...[id, started, t0, state, sources, extra, hold]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
+  private async twoPhaseCommit(...[id, started, t0, state, sources, extra, hold, changelog]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
     const snapshotBytes = Array.isArray(state) ? state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0) : state.byteLength;
     // Disk-backend chains: the whole state a restore reads, and what this checkpoint added to it.
     const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
-    const stateBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.reduce((m, f) => m + f.bytes, 0), 0);
+    // A changelog checkpoint: its own file holds the changes, and a restore reads its chain too.
+    const changelogBytes = changelog?.chain?.reduce((n, l) => n + l.bytes, 0) ?? 0;
+    const stateBytes = snapshotBytes + changelogBytes + chains.reduce((n, c) => n + c.files.reduce((m, f) => m + f.bytes, 0), 0);
     const incrementalBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.filter((f) => f.checkpoint === id).reduce((m, f) => m + f.bytes, 0), 0);
     const sinkList = [...this.sinks.values()];
     // Where a checkpoint's time goes, for the debug line: snapshot, sinks' flush, write, commit, marker.
@@ -718,7 +822,7 @@ export class JobDriver {
     });
     crashPoint("after-precommit");
     phase.push(performance.now());
-    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes, hold });
+    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes, hold, changelog });
   }
 
   /** Phase 2 of a prepared checkpoint: `chk-<id>` written durably, sinks commit, marked committed, sources told. */
@@ -746,6 +850,7 @@ export class JobDriver {
     } finally {
       c.hold?.release();
     }
+    if (c.changelog) this.changelogWritten(c.changelog, { file: `${checkpointFolderName(id)}/state.bin`, id, bytes: incrementalBytes });
     crashPoint("after-checkpoint-write");
     phase.push(performance.now());
     await Promise.all(sinkList.map((s, i) => s.commit(id, prepared[i] ?? null)));
@@ -797,6 +902,7 @@ export class JobDriver {
 
   private async closeAll(): Promise<void> {
     await this.finishing;
+    await this.baseWrite;
     for (const w of this.savepointWaiters.splice(0)) w.reject(new Error(`job "${this.jobId}" ended before its savepoint's checkpoint completed`));
     this.abort.abort(new Error(this.stopRequested ?? "job ended"));
     this.queue.close();
