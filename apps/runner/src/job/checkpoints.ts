@@ -155,6 +155,9 @@ export class TransientCheckpointStore implements CheckpointStore {
   }
 }
 
+/** A whole state written in the background reaches the device this much at a time (see writeSynced). */
+const SHARED_STATE_SYNC_BYTES = 2 * 1024 * 1024;
+
 const CHK = /^chk-(\d+)$/;
 /** The folder of checkpoint `id` under the store's location. */
 export const checkpointFolderName = (id: number) => `chk-${String(id).padStart(10, "0")}`;
@@ -237,7 +240,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     // Retention looks only at names ending .full: this one does not until it is whole.
     const tmp = path.join(shared, `.heap-${tag}.inprogress-${randomBytes(4).toString("hex")}`);
     try {
-      await writeSynced(tmp, state);
+      await writeSynced(tmp, state, SHARED_STATE_SYNC_BYTES);
       await this.lease.check("a changelog's whole state");
       const file = `heap-${String(id()).padStart(10, "0")}-${tag}.full`;
       await fs.rename(tmp, path.join(shared, file));
@@ -376,11 +379,34 @@ async function writeFolder(parent: string, finalName: string, tmpName: string, f
   await fsyncDir(parent);
 }
 
-async function writeSynced(file: string, data: string | Uint8Array | SnapshotPieces): Promise<void> {
+/**
+ * Writes and fsyncs a file. With `syncEvery`, the data is flushed to the device that many bytes at a
+ * time while it is written: a whole state written in the background as one burst made the fsync of
+ * a checkpoint written meanwhile wait for all of it (384 ms for 18 MB at 20 k records/s).
+ */
+async function writeSynced(file: string, data: string | Uint8Array | SnapshotPieces, syncEvery?: number): Promise<void> {
   const handle = await fs.open(file, "w");
   try {
     if (typeof data === "string" || data instanceof Uint8Array) await handle.writeFile(data);
-    else await writePieces(handle, data.pieces);
+    else if (syncEvery === undefined) await writePieces(handle, data.pieces);
+    else {
+      let batch: Uint8Array[] = [];
+      let bytes = 0;
+      for (const piece of data.pieces) {
+        for (let at = 0; at < piece.byteLength; ) {
+          const part = piece.subarray(at, at + (syncEvery - bytes));
+          batch.push(part);
+          bytes += part.byteLength;
+          at += part.byteLength;
+          if (bytes < syncEvery) continue;
+          await writePieces(handle, batch);
+          await handle.datasync();
+          batch = [];
+          bytes = 0;
+        }
+      }
+      await writePieces(handle, batch);
+    }
     await handle.sync();
   } finally {
     await handle.close();

@@ -166,6 +166,9 @@ interface ChangelogLink {
  */
 const MAX_CHANGELOG_LINKS = 100;
 
+/** A whole state wanted is taken after a materialization pass (the state is packed then), or after this many checkpoints without one. */
+const BASE_WAIT_CHECKPOINTS = 5;
+
 interface PreparedCheckpoint {
   id: number;
   started: number;
@@ -231,6 +234,8 @@ export class JobDriver {
   /** The background write of a whole state (at most one at a time), and whether the chain grew enough to want one. */
   private baseWrite: Promise<void> | undefined;
   private baseWanted = false;
+  /** Checkpoints since one was wanted: it is taken after a materialization pass, or after a few checkpoints without one. */
+  private baseWantedFor = 0;
   /** A checkpoint is wanted now (a savepoint), whatever the interval says. */
   private checkpointWanted = false;
   /** Savepoints waiting for the next completed checkpoint: the folder to copy it into. */
@@ -580,13 +585,14 @@ export class JobDriver {
         await this.checkpoint();
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
         pacer.packed();
-        if (this.baseWanted) this.startBaseWrite();
+        if (this.baseWanted && ++this.baseWantedFor >= BASE_WAIT_CHECKPOINTS) this.startBaseWrite();
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
         // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice
         // at a time, taking input between slices (the next take waits 0 ms).
-        pacer.materializeSlice(job);
+        // Right after a pass packed everything, the whole state is at hand: the changelog's is taken then.
+        if (pacer.materializeSlice(job) && this.baseWanted) this.startBaseWrite();
       }
     }
     return true;
@@ -714,6 +720,7 @@ export class JobDriver {
     const { checkpoints } = this.opts;
     if (this.baseWrite !== undefined || checkpoints.writeSharedState === undefined) return;
     this.baseWanted = false;
+    this.baseWantedFor = 0;
     const after = this.nextCheckpointId - 1;
     const hold = new SnapshotHold();
     const pieces = this.requireJob().snapshotPieces(hold);

@@ -608,9 +608,8 @@ export class OperatorHost {
       // Same fields in the same order as the tables give them: the encoding writes an object's keys as they come.
       state: state.map((t) => {
         if ("changes" in t) {
-          const { changedKeys, changed, deletedKeys } = t.changes;
-          const changedPieces = { pieces: changed, byteLength: changed.reduce((n, p) => n + p.byteLength, 0) };
-          return { name: t.name, kind: t.kind, changedKeys: ref(packValues(changedKeys)), changed: ref(changedPieces), deletedKeys: ref(packValues(deletedKeys)) };
+          const { changedKeys, ops, changed } = t.changes;
+          return { name: t.name, kind: t.kind, changedKeys: ref(packValues(changedKeys)), ops: ref(ops), changed: ref(changed) };
         }
         return "packed" in t ? { name: t.name, kind: t.kind, packedKeys: t.packedKeys?.map(ref) ?? null, packed: t.packed.map(ref) } : t;
       }),

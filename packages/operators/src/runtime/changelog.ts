@@ -10,7 +10,7 @@
 // gives the same state: the first snapshot may be taken at any point before the second's changes
 // began (a state written in the background while changes go on being recorded).
 import type { Key } from "../core/api";
-import { decodeSnapshot, encodeSnapshot, unpackValues } from "../core/snapshot-codec";
+import { decodeSnapshot, encodeSnapshot, packValues, unpackValues } from "../core/snapshot-codec";
 import { tablesFromSnapshot, type ColumnarTableSnapshot, type DeltaTableSnapshot, type PackedTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
 
 const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
@@ -69,10 +69,10 @@ function resolveOperator(nodeId: string, chain: readonly Uint8Array[]): Uint8Arr
   const tables = new Map<string, ReplayedTable>();
   snaps.forEach((s, i) => {
     // Whole tables in order, so that one listing no keys takes those of the whole table before it.
-    const whole = tablesFromSnapshot(s.state.filter((t): t is Exclude<AnyTable, DeltaTableSnapshot> => !("changed" in t)));
+    const whole = tablesFromSnapshot(s.state.filter((t): t is Exclude<AnyTable, DeltaTableSnapshot> => !("ops" in t)));
     let w = 0;
     for (const t of s.state) {
-      if (!("changed" in t)) {
+      if (!("ops" in t)) {
         const table = whole[w++] as TableSnapshot;
         tables.set(table.name, { kind: table.kind, entries: new Map(table.entries) });
         continue;
@@ -80,10 +80,17 @@ function resolveOperator(nodeId: string, chain: readonly Uint8Array[]): Uint8Arr
       let into = tables.get(t.name);
       if (into === undefined) tables.set(t.name, (into = { kind: t.kind, entries: new Map() }));
       if (into.kind !== t.kind) throw new Error(`node "${nodeId}": state "${t.name}" is ${into.kind} state in snapshot ${i} of the chain and ${t.kind} state in snapshot ${i + 1}`);
-      // The changed values decoded as a whole table's would be (map state back to [key, value] pairs).
-      const [changed] = tablesFromSnapshot([{ name: t.name, kind: t.kind, packedKeys: [t.changedKeys], packed: [t.changed] }]);
-      for (const [k, v] of (changed as TableSnapshot).entries) into.entries.set(k, v);
-      for (const k of unpackValues(t.deletedKeys) as Key[]) into.entries.delete(k);
+      // The values decoded as a whole table's would be (map state back to [key, value] pairs), applied in log order.
+      const keys = unpackValues(t.changedKeys) as Key[];
+      const set = keys.filter((_, e) => t.ops[e] === 1);
+      const [values] = tablesFromSnapshot([{ name: t.name, kind: t.kind, packedKeys: [packValues(set)], packed: [t.changed] }]);
+      const entries = (values as TableSnapshot).entries;
+      if (keys.length !== t.ops.length) throw new Error(`node "${nodeId}": state "${t.name}": the changes list ${keys.length} keys for ${t.ops.length} operations`);
+      let v = 0;
+      keys.forEach((k, e) => {
+        if (t.ops[e] === 1) into.entries.set(k, (entries[v++] as [Key, unknown])[1]);
+        else into.entries.delete(k);
+      });
     }
   });
   // The newest snapshot's tables, in its order (a table is in every snapshot from its first use on).

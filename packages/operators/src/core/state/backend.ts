@@ -77,17 +77,19 @@ export interface PackedTableSnapshot {
 }
 
 /**
- * A table in a changelog checkpoint's snapshot (see KeyedStateBackend.snapshotChangelog): only the
- * keys changed since the checkpoint before, in (key group, key) order, each with its stored value
- * packed as in PackedTableSnapshot, and the keys deleted since. It means nothing alone: a restore
- * applies it over the same table of the snapshots before it (runtime/changelog.ts).
+ * A table in a changelog checkpoint's snapshot (see KeyedStateBackend.snapshotChangelog): the
+ * table's changes since the checkpoint before, as a log in the order they were packed. Entry i is
+ * key i of `changedKeys` and `ops[i]`: 1, it holds the next value of `changed` (the key's whole
+ * stored value, packed as in PackedTableSnapshot), or 0, the key was deleted. A key may come more
+ * than once; its last entry is its state. It means nothing alone: a restore applies it over the
+ * same table of the snapshots before it (runtime/changelog.ts).
  */
 export interface DeltaTableSnapshot {
   name: string;
   kind: StateKind;
   changedKeys: Uint8Array;
+  ops: Uint8Array;
   changed: Uint8Array;
-  deletedKeys: Uint8Array;
 }
 
 /** A changelog checkpoint's snapshot: the whole state (the start of a chain), or the changes since the last one. */
@@ -96,12 +98,58 @@ export type ChangelogSnapshot = "whole" | "changes";
 /** A table of a changelog checkpoint: its changes, or the whole table when it cannot list them. */
 export type ChangelogTableSnapshot = PackedTableSnapshot | ColumnarTableSnapshot | DeltaTableSnapshot;
 
-/** What a table holding changes gives for a changelog snapshot, before its pieces are referenced (see DeltaTableSnapshot). */
+/** A table's changes for a changelog snapshot, before they are encoded (see DeltaTableSnapshot). */
 export interface TableChanges {
   changedKeys: Key[];
-  /** Each changed key's packed value, in order (views: kept columns held, or a packer's bytes). */
-  changed: Uint8Array[];
-  deletedKeys: Key[];
+  ops: Uint8Array;
+  changed: Uint8Array;
+}
+
+/**
+ * The changes a table's kept columns pack, in order, from one changelog snapshot to the next: each
+ * value is copied here as it is packed into its group (by a materialization ahead of the barrier,
+ * or any snapshot), so that a changelog checkpoint writes them without looking any key up again.
+ */
+class ChangeLog {
+  readonly keys: Key[] = [];
+  private ops: Uint8Array;
+  private bytes: Uint8Array;
+  private size = 0;
+
+  /** Sized as the last log was, so that a steady job does not grow each log by doubling. */
+  constructor(like?: ChangeLog) {
+    this.ops = new Uint8Array(Math.max(1024, like?.keys.length ?? 0));
+    this.bytes = new Uint8Array(Math.max(64 * 1024, like?.size ?? 0));
+  }
+
+  get entries(): number {
+    return this.keys.length;
+  }
+
+  /** The key's new packed value, or undefined: deleted. */
+  append(key: Key, value: Uint8Array | undefined): void {
+    const n = this.keys.length;
+    if (n === this.ops.length) {
+      const ops = new Uint8Array(n * 2);
+      ops.set(this.ops);
+      this.ops = ops;
+    }
+    this.keys.push(key);
+    if (value === undefined) return; // ops[n] stays 0
+    this.ops[n] = 1;
+    if (this.size + value.byteLength > this.bytes.byteLength) {
+      const bytes = new Uint8Array(Math.max(this.bytes.byteLength * 2, this.size + value.byteLength));
+      bytes.set(this.bytes.subarray(0, this.size));
+      this.bytes = bytes;
+    }
+    this.bytes.set(value, this.size);
+    this.size += value.byteLength;
+  }
+
+  /** The log's changes (views of its arrays: a log is not appended to once taken). */
+  changes(): TableChanges {
+    return { changedKeys: this.keys, ops: this.ops.subarray(0, this.keys.length), changed: this.bytes.subarray(0, this.size) };
+  }
 }
 
 /**
@@ -112,7 +160,7 @@ export function tablesFromSnapshot(state: ReadonlyArray<TableSnapshot | Columnar
   let keys: readonly Key[] = [];
   return state.map((t) => {
     if ("entries" in t) return t;
-    if ("changed" in t) throw new Error(`state "${t.name}": the snapshot holds only its changes since an earlier checkpoint (a changelog checkpoint's); it is restored only over that checkpoint's state (resolveChangelog)`);
+    if ("ops" in t) throw new Error(`state "${t.name}": the snapshot holds only its changes since an earlier checkpoint (a changelog checkpoint's); it is restored only over that checkpoint's state (resolveChangelog)`);
     let values: unknown[];
     if ("packed" in t) {
       if (t.packedKeys !== null) keys = unpackChunks(t.packedKeys) as Key[];
@@ -346,11 +394,6 @@ export interface StoredValues {
  */
 export class KeptColumns {
   private columns: SnapshotColumns | undefined;
-  /**
-   * Keys touched since the last changelog snapshot, once one was taken (see changelog); undefined
-   * before, or after more distinct keys than the table holds changed (the next one is then whole).
-   */
-  private changed: Set<Key> | undefined;
   constructor(
     private readonly name: string,
     private readonly kind: StateKind,
@@ -359,38 +402,28 @@ export class KeptColumns {
   /** The key's stored value may have changed; `size` is the table's (too many changes and the columns are rebuilt instead). */
   touched(key: Key, size: number): void {
     if (this.columns !== undefined) this.columns.touched(key, size);
-    const changed = this.changed;
-    if (changed !== undefined) {
-      changed.add(key);
-      // Past the table's size a whole table costs less to write than its changes (and bounds the set).
-      if (changed.size > size + 1024) this.changed = undefined;
-    }
   }
 
   /**
-   * The table's part of a changelog snapshot (KeyedStateBackend.snapshotChangelog): its changes
-   * since the last one when `delta` and they were recorded, else the whole table (snapshot()). The
-   * record starts again from here either way. A changed key's value is taken from the kept columns
-   * when they hold its current bytes (packed ahead by a materialization since it last changed;
-   * `hold` keeps them), else packed now; a changed key the table no longer holds is deleted.
+   * The table's part of a changelog snapshot (KeyedStateBackend.snapshotChangelog). With `delta`,
+   * and a log kept since the last one: the log, with the keys changed since they were last packed
+   * packed now and added (the groups are left for the next materialization to update, which logs
+   * them again for the checkpoint after: a value logged twice is still the key's value). Otherwise
+   * the whole table (snapshot()). A new log starts either way.
    */
   changelog(values: StoredValues, maxParallelism: number, hold: SnapshotHold | undefined, delta: boolean): PackedColumns | TableChanges {
-    const changed = this.changed;
-    this.changed = new Set();
-    if (!delta || changed === undefined) return this.snapshot(values, maxParallelism, hold);
     const columns = this.usable(maxParallelism);
-    const pending = columns?.pendingKeys();
-    columns?.holdGroups(hold ?? HELD_FOR_GOOD);
-    const out: TableChanges = { changedKeys: [], changed: [], deletedKeys: [] };
-    for (const key of sortedByKeyGroup(changed, maxParallelism)) {
-      const bytes = (pending !== undefined && !pending.has(key) ? columns?.packedOf(key) : undefined) ?? packedOf(values, key, this.kind);
-      if (bytes === undefined) out.deletedKeys.push(key);
-      else {
-        out.changedKeys.push(key);
-        out.changed.push(bytes);
-      }
+    const log = columns?.takeLog();
+    if (!delta || columns === undefined || log === undefined) {
+      const whole = this.snapshot(values, maxParallelism, hold);
+      const built = this.usable(maxParallelism) as SnapshotColumns;
+      built.takeLog();
+      built.startLog();
+      return whole;
     }
-    return out;
+    columns.logPending(values, log);
+    columns.startLog(log);
+    return log.changes();
   }
 
   /**
@@ -504,6 +537,10 @@ class SnapshotColumns {
   /** concat()'s last result, kept until a group changes (and its keys until one gains or loses a key). */
   private concatenated: PackedColumns | undefined;
   private concatenatedKeys: Key[] | undefined;
+  /** The changes packed since the last changelog snapshot, once one was taken (see KeptColumns.changelog). */
+  private log: ChangeLog | undefined;
+  /** Keys the last changelog snapshot packed itself, unchanged since: packing them into their groups logs them no more. */
+  private readonly logged = new Set<Key>();
   stale = false;
 
   private constructor(
@@ -546,6 +583,31 @@ class SnapshotColumns {
     return packedOf(map, key, this.kind);
   }
 
+  /** Logs every value packed from now on, for the next changelog snapshot (`like`: the last log, for its size). */
+  startLog(like?: ChangeLog): void {
+    this.log = new ChangeLog(like);
+  }
+
+  /**
+   * Logs the keys reported since they were last packed, packed now, and leaves them reported (their
+   * groups are packed by the next materialization or snapshot, which does not log them again unless
+   * they changed meanwhile): a changelog checkpoint's barrier packs only these.
+   */
+  logPending(map: StoredValues, log: ChangeLog): void {
+    for (const key of this.pendingKeys()) {
+      if (this.logged.has(key)) continue; // logged by the barrier before, unchanged since
+      log.append(key, packedOf(map, key, this.kind));
+      this.logged.add(key);
+    }
+  }
+
+  /** The log since startLog (undefined: none, or it outgrew the table and was dropped); logging stops. */
+  takeLog(): ChangeLog | undefined {
+    const log = this.log;
+    this.log = undefined;
+    return log;
+  }
+
   /** Keys reported and not packed since. */
   pendingKeys(): Set<Key> {
     const pending = new Set<Key>();
@@ -562,9 +624,12 @@ class SnapshotColumns {
   }
 
   touched(key: Key, size: number): void {
+    if (this.logged.size > 0) this.logged.delete(key);
     if (this.stale || key === this.lastReported) return;
     this.lastReported = key;
     this.reported.push(key);
+    // A log longer than the table would write more than the whole table: the next changelog snapshot writes that instead.
+    if (this.log !== undefined && this.log.entries > 2 * size + 1024) this.log = undefined;
     if (this.reported.length - this.reportedFrom > 2 * size + 1024) {
       this.stale = true;
       this.reported.length = 0;
@@ -654,8 +719,9 @@ class SnapshotColumns {
       const k = changed[c] as Key;
       const i = indexOf(oldKeys, k);
       at[c] = i;
-      // A view of the packer's buffer, copied into the group's bytes below.
+      // A view of the packer's buffer, copied into the group's bytes below (and into the log).
       const p = this.packed(map, k);
+      if (this.log !== undefined && !this.logged.delete(k)) this.log.append(k, p);
       if (i >= 0) {
         size -= (oldOffsets[i + 1] as number) - (oldOffsets[i] as number);
         count--;
