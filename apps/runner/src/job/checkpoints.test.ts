@@ -96,7 +96,8 @@ describe("changelog checkpoints in a folder", () => {
   };
   /** Checkpoints 1 (whole) to 4 (changes over 1 to 3), each folder's chain as the driver writes it. */
   async function chain(dir: string, retained: number) {
-    const store = new DirectoryCheckpointStore(dir, retained);
+    // Named relative to the working folder: retention compares the folders a chain names with its own.
+    const store = new DirectoryCheckpointStore(path.relative(process.cwd(), dir), retained);
     await store.acquire();
     const job = LocalJob.create(doc);
     feed(job, Array.from({ length: 500 }, (_, i) => i), 1);

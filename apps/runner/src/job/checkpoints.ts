@@ -275,7 +275,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     }
     // A retained folder whose metadata cannot be read (being written, or damaged) may replay any older one.
     for (const e of all) {
-      if (e.id < keepFrom && !unknown && !needed.has(e.dir)) await fs.rm(e.dir, { recursive: true, force: true });
+      if (e.id < keepFrom && !unknown && !needed.has(path.resolve(e.dir))) await fs.rm(e.dir, { recursive: true, force: true });
     }
     await pruneSharedFiles(this.location, retained.map((e) => e.dir), all[all.length - 1]?.id ?? 0);
     for (const n of await fs.readdir(this.location)) {

@@ -152,6 +152,7 @@ export async function pruneSharedFiles(location: string, retainedDirs: readonly 
     const m = /-(\d{10})-[^.]*\.(full|delta)$/.exec(n);
     if (!m || Number(m[1]) > newest) continue;
     const file = path.join(shared, n);
-    if (!needed.has(file)) await fs.rm(file, { force: true });
+    // `needed` holds resolved paths: a relative location must not make every file look unneeded.
+    if (!needed.has(path.resolve(file))) await fs.rm(file, { force: true });
   }
 }
