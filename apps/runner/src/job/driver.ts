@@ -151,7 +151,6 @@ const HISTORY = 50;
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
 
-/** A checkpoint whose sinks have prepared (phase 1), waiting for its phase 2 (JobDriver.finishCheckpoint). */
 /** One written snapshot of a changelog chain: a file relative to the checkpoint folder's location. */
 interface ChangelogLink {
   file: string;
@@ -169,6 +168,7 @@ const MAX_CHANGELOG_LINKS = 100;
 /** A whole state wanted is taken after a materialization pass (the state is packed then), or after this many checkpoints without one. */
 const BASE_WAIT_CHECKPOINTS = 5;
 
+/** A checkpoint whose sinks have prepared (phase 1), waiting for its phase 2 (JobDriver.finishCheckpoint). */
 interface PreparedCheckpoint {
   id: number;
   started: number;
