@@ -634,14 +634,6 @@ class SnapshotColumns {
     return pending;
   }
 
-  /** The key's value as its group holds it (a view), or undefined when the group does not hold the key. */
-  packedOf(key: Key): Uint8Array | undefined {
-    const group = this.groups[keyGroupOf(key, this.maxParallelism)];
-    if (group === undefined) return undefined;
-    const i = indexOf(group.keys, key);
-    return i < 0 ? undefined : group.bytes.subarray(group.offsets[i], group.offsets[i + 1]);
-  }
-
   touched(key: Key, size: number): void {
     if (this.logged.size > 0) this.logged.delete(key);
     if (this.stale || key === this.lastReported) return;
