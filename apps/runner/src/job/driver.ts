@@ -439,7 +439,7 @@ export class JobDriver {
     if (!restored) return undefined;
     const what = from !== undefined ? `"${from}"` : `checkpoint ${restored.meta.id}`;
     const chain = restored.meta.changelog?.chain;
-    if (chain !== undefined) this.log.info(`restoring ${what}: a changelog checkpoint, its changes replayed over ${chain[0]} and ${chain.length - 1} checkpoints' changes between`);
+    if (chain !== undefined) this.log.debug(`restoring ${what}: a changelog checkpoint, its changes replayed over ${chain[0]} and ${chain.length - 1} checkpoints' changes between`);
     if (restored.meta.graph) {
       const check = checkRestore(restored.meta.graph, this.opts.doc, this.opts.allowNonRestoredState ?? false, what);
       if (check.problems.length > 0) throw new Error(`cannot restore ${what} into pipeline "${this.opts.doc.name}": ${check.problems.join("; ")}`);

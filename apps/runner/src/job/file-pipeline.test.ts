@@ -1,7 +1,7 @@
 // A file pipeline end to end through the real CLI: source.file -> filter -> sink.file, malformed
 // lines to the dead-letter file with reason and line; then checkpoints: a second run resumes, and a
 // run killed with SIGKILL and restarted writes exactly the output of an uninterrupted run.
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -94,5 +94,57 @@ describe("keyflow run: file -> filter -> file", () => {
     if (killed.signal === "SIGKILL") expect(resumed.stdout).toMatch(/resumed from checkpoint \d+/);
     expect(readFileSync(path.join(dir, "out", "big-payments.jsonl"), "utf8")).toBe(expected);
     expect(readFileSync(path.join(dir, "out", "big-payments.dlq.jsonl"), "utf8")).toBe(expectedDlq);
+  });
+});
+
+describe("keyflow run: changelog checkpoints of keyed state", () => {
+  it("writes changes over a whole state written in the background, and a run resumed from such a checkpoint writes the uninterrupted output", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-changelog-"));
+    const pipeline = path.join(dir, "pipeline.json");
+    writeFileSync(
+      pipeline,
+      JSON.stringify({
+        format: "keyflow.pipeline/v1",
+        name: "changelog",
+        // Every checkpoint kept, so that the one resumed from cannot be rotated away.
+        settings: { retainedCheckpoints: 100_000 },
+        nodes: [
+          { id: "payments", type: "source.file", params: { path: "payments.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 0 } },
+          { id: "byCard", type: "keyBy", params: { field: "card" } },
+          { id: "vel", type: "velocity", params: { threshold: 3, windowMs: 60_000, mode: "eager" } },
+          { id: "alerts", type: "sink.file", params: { path: "out/alerts.jsonl" } },
+        ],
+        edges: [
+          { from: "payments", to: "byCard" },
+          { from: "byCard", to: "vel" },
+          { from: "vel", to: "alerts" },
+        ],
+      }),
+    );
+    const lines = Array.from({ length: 60_000 }, (_, i) => JSON.stringify({ id: `t${i}`, card: `c${(i * 7919) % 3_000}`, ts: 1767225600000 + i }));
+    writeFileSync(path.join(dir, "payments.jsonl"), lines.join("\n") + "\n");
+    const reference = await runCli(["run", pipeline]);
+    expect(reference.code, reference.stderr).toBe(0);
+    const expected = readFileSync(path.join(dir, "out", "alerts.jsonl"), "utf8");
+    expect(expected.split("\n").length).toBeGreaterThan(10_000);
+
+    const ckpt = path.join(dir, "ckpt");
+    const first = await runCli(["run", pipeline, "--checkpoint-dir", ckpt, "--checkpoint-interval", "1"]);
+    expect(first.code, first.stderr).toBe(0);
+    const folders = readdirSync(ckpt).filter((n) => n.startsWith("chk-")).sort();
+    const chainOf = (n: string) => (JSON.parse(readFileSync(path.join(ckpt, n, "_metadata.json"), "utf8")) as { changelog?: { chain: string[] } }).changelog?.chain;
+    // The first checkpoint is whole; later ones list their chain, some over a whole state in shared/.
+    expect(chainOf(folders[0] as string)).toBeUndefined();
+    expect(folders.filter((n) => chainOf(n) !== undefined).length).toBeGreaterThan(folders.length / 2);
+    const overShared = folders.filter((n) => chainOf(n)?.[0]?.startsWith("../shared/heap-"));
+    expect(overShared.length).toBeGreaterThan(0);
+
+    // "Crash" right after a checkpoint mid-chain over a shared whole state: later checkpoints never happened.
+    const chosen = overShared.find((n) => (chainOf(n)?.length ?? 0) >= 2) ?? (overShared[0] as string);
+    for (const n of folders) if (n > chosen) rmSync(path.join(ckpt, n), { recursive: true, force: true });
+    const resumed = await runCli(["run", pipeline, "--checkpoint-dir", ckpt]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain(`(resumed from checkpoint ${Number(chosen.slice(4))})`);
+    expect(readFileSync(path.join(dir, "out", "alerts.jsonl"), "utf8")).toBe(expected);
   });
 });
