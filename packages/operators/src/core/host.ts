@@ -24,7 +24,7 @@ import type {
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
 import type { ImpliedTimers, KeySelector, OperatorServices, OperatorSpec } from "./spec";
-import { decodeSnapshot, encodeSnapshotPieces, joinPieces, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
+import { decodeSnapshot, encodeSnapshotPieces, joinPieces, packValues, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
 import {
   ExpiryIndex,
   HeapKeyedStateBackend,
@@ -609,7 +609,7 @@ export class OperatorHost {
       state: state.map((t) => {
         if ("changes" in t) {
           const { changedKeys, ops, changed } = t.changes;
-          return { name: t.name, kind: t.kind, changedKeys: ref(changedKeys), ops: ref(ops), changed: ref(changed) };
+          return { name: t.name, kind: t.kind, changedKeys: ref(packValues(changedKeys)), ops: ref(ops), changed: ref(changed) };
         }
         return "packed" in t ? { name: t.name, kind: t.kind, packedKeys: t.packedKeys?.map(ref) ?? null, packed: t.packed.map(ref) } : t;
       }),

@@ -98,34 +98,11 @@ export type ChangelogSnapshot = "whole" | "changes";
 /** A table of a changelog checkpoint: its changes, or the whole table when it cannot list them. */
 export type ChangelogTableSnapshot = PackedTableSnapshot | ColumnarTableSnapshot | DeltaTableSnapshot;
 
-/** A table's changes for a changelog snapshot, as DeltaTableSnapshot holds them. */
+/** A table's changes for a changelog snapshot, before they are encoded (see DeltaTableSnapshot). */
 export interface TableChanges {
-  /** The entries' keys, packed one after the other (as PackedTableSnapshot's packedKeys). */
-  changedKeys: Uint8Array;
+  changedKeys: Key[];
   ops: Uint8Array;
   changed: Uint8Array;
-}
-
-/** A growable byte array that values are copied onto the end of. */
-class ByteLog {
-  private bytes: Uint8Array;
-  size = 0;
-  constructor(capacity: number) {
-    this.bytes = new Uint8Array(capacity);
-  }
-  append(value: Uint8Array): void {
-    if (this.size + value.byteLength > this.bytes.byteLength) {
-      const bytes = new Uint8Array(Math.max(this.bytes.byteLength * 2, this.size + value.byteLength));
-      bytes.set(this.bytes.subarray(0, this.size));
-      this.bytes = bytes;
-    }
-    this.bytes.set(value, this.size);
-    this.size += value.byteLength;
-  }
-  /** The bytes so far (a view). */
-  view(): Uint8Array {
-    return this.bytes.subarray(0, this.size);
-  }
 }
 
 /**
@@ -134,40 +111,44 @@ class ByteLog {
  * or any snapshot), so that a changelog checkpoint writes them without looking any key up again.
  */
 class ChangeLog {
-  private entryCount = 0;
+  readonly keys: Key[] = [];
   private ops: Uint8Array;
-  /** Keys packed as they come, so that a barrier does not pack every key of the log. */
-  private readonly keys: ByteLog;
-  private readonly values: ByteLog;
+  private bytes: Uint8Array;
+  private size = 0;
 
   /** Sized as the last log was, so that a steady job does not grow each log by doubling. */
   constructor(like?: ChangeLog) {
-    this.ops = new Uint8Array(Math.max(1024, like?.entryCount ?? 0));
-    this.keys = new ByteLog(Math.max(16 * 1024, like?.keys.size ?? 0));
-    this.values = new ByteLog(Math.max(64 * 1024, like?.values.size ?? 0));
+    this.ops = new Uint8Array(Math.max(1024, like?.keys.length ?? 0));
+    this.bytes = new Uint8Array(Math.max(64 * 1024, like?.size ?? 0));
   }
 
   get entries(): number {
-    return this.entryCount;
+    return this.keys.length;
   }
 
   /** The key's new packed value, or undefined: deleted. */
   append(key: Key, value: Uint8Array | undefined): void {
-    const n = this.entryCount++;
+    const n = this.keys.length;
     if (n === this.ops.length) {
       const ops = new Uint8Array(n * 2);
       ops.set(this.ops);
       this.ops = ops;
     }
-    this.keys.append(packValueView(key));
+    this.keys.push(key);
     if (value === undefined) return; // ops[n] stays 0
     this.ops[n] = 1;
-    this.values.append(value);
+    if (this.size + value.byteLength > this.bytes.byteLength) {
+      const bytes = new Uint8Array(Math.max(this.bytes.byteLength * 2, this.size + value.byteLength));
+      bytes.set(this.bytes.subarray(0, this.size));
+      this.bytes = bytes;
+    }
+    this.bytes.set(value, this.size);
+    this.size += value.byteLength;
   }
 
   /** The log's changes (views of its arrays: a log is not appended to once taken). */
   changes(): TableChanges {
-    return { changedKeys: this.keys.view(), ops: this.ops.subarray(0, this.entryCount), changed: this.values.view() };
+    return { changedKeys: this.keys, ops: this.ops.subarray(0, this.keys.length), changed: this.bytes.subarray(0, this.size) };
   }
 }
 
