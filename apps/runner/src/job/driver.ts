@@ -588,7 +588,7 @@ export class JobDriver {
         // background then took 240-300 ms to snapshot). Exactly-once: after the checkpoint, whose
         // commit the loop waits for. Otherwise records flow during the commit, and the loop would
         // stall twice: before the barrier then, which leaves the barrier nothing to pack.
-        const changelog = this.changelogFor() !== undefined && this.disk === undefined && this.parallel === undefined;
+        const changelog = this.changelogFor() !== undefined;
         const packFirst = changelog && this.overlapsCommit();
         if (packFirst) job.materialize();
         await this.checkpoint();
@@ -688,6 +688,8 @@ export class JobDriver {
 
   /** The kind of changelog snapshot the next checkpoint takes, and what it builds on; undefined: a plain snapshot. */
   private changelogFor(): PreparedCheckpoint["changelog"] {
+    // Heap state of a single-threaded job only: the disk backend writes its own deltas, parallel tasks their whole state.
+    if (this.disk !== undefined || this.parallel !== undefined) return undefined;
     if (this.opts.checkpoints.writeSharedState === undefined || this.opts.changelogCheckpoints === false) return undefined;
     const chain = this.changelog;
     return chain === undefined ? { mode: "whole", chain: undefined } : { mode: "changes", chain };

@@ -771,7 +771,7 @@ class SnapshotColumns {
   }
 
   /** Whatever a snapshot references of the groups' buffers stays as it is until `hold` is released. */
-  holdGroups(hold: SnapshotHold): void {
+  private holdGroups(hold: SnapshotHold): void {
     for (const group of this.groups) {
       if (group === undefined) continue;
       const holds = group.holds;
