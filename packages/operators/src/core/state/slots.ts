@@ -5,6 +5,7 @@
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
 import { NumberMinHeap } from "../minheap";
+import { stateBuffer, stateInt32Array } from "./state-memory";
 import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type SnapshotHold, type StateKind, type TableChanges } from "./backend";
 
 /** FNV-1a over the UTF-16 code units, then a murmur3 finalizer for the low bits we mask with. */
@@ -27,7 +28,7 @@ const MIN_POSITIONS = 16;
  * the churn of TTL'd keys).
  */
 export class KeySlots {
-  private positions = new Int32Array(2 * MIN_POSITIONS);
+  private positions: Int32Array = new Int32Array(2 * MIN_POSITIONS);
   private mask = MIN_POSITIONS - 1;
   /** The key of each slot; undefined when the slot is free. */
   private keyOf: Array<Key | undefined> = [];
@@ -36,9 +37,9 @@ export class KeySlots {
    * key's position and its share of keyBytes in one line, without reading the key string (a
    * cache miss of its own when a million keys are spread over the heap).
    */
-  private hashLen = new Int32Array(2 * MIN_POSITIONS);
+  private hashLen: Int32Array = new Int32Array(2 * MIN_POSITIONS);
   /** Freed slots, a stack of the first `freeCount` (an Int32Array as long as the capacity: it never reallocates as it empties and refills). */
-  private free = new Int32Array(MIN_POSITIONS);
+  private free: Int32Array = new Int32Array(MIN_POSITIONS);
   private freeCount = 0;
   private high = 0;
   private live = 0;
@@ -241,29 +242,32 @@ export class KeySlots {
 
   private rehash(size: number): void {
     this.missAt = -1;
-    this.positions = new Int32Array(2 * size);
+    this.positions = stateInt32Array(2 * size);
     this.mask = size - 1;
     for (let s = 0; s < this.high; s++) if (this.keyOf[s] !== undefined) this.place(this.hashLen[2 * s] as number, s);
   }
 
   private growSlots(): void {
     this.capacity *= 2;
-    const h = new Int32Array(2 * this.capacity);
+    const h = stateInt32Array(2 * this.capacity);
     h.set(this.hashLen);
     this.hashLen = h;
-    const f = new Int32Array(this.capacity);
+    const f = stateInt32Array(this.capacity);
     f.set(this.free.subarray(0, this.freeCount));
     this.free = f;
   }
 }
 
 /** A column by slot: doubles, or int32s or bytes for counts and flags. */
-type SlotColumn = Float64Array<ArrayBuffer> | Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>;
+type SlotColumn = Float64Array | Int32Array | Uint8Array;
 
-/** Grows a column of `stride` values per slot to the slots' capacity, keeping its rows (new rows: `fill`). */
-export function growColumn<C extends SlotColumn>(col: C, capacity: number, stride: number, fill = 0): C {
+/** Grows a column of `stride` values per slot to the slots' capacity, keeping its rows (new rows: `fill`), in state memory. */
+export function growColumn(col: Float64Array, capacity: number, stride: number, fill?: number): Float64Array;
+export function growColumn(col: Int32Array, capacity: number, stride: number, fill?: number): Int32Array;
+export function growColumn(col: Uint8Array, capacity: number, stride: number, fill?: number): Uint8Array;
+export function growColumn(col: SlotColumn, capacity: number, stride: number, fill = 0): SlotColumn {
   if (col.length >= capacity * stride) return col;
-  const next = new (col.constructor as new (length: number) => C)(capacity * stride);
+  const next = new (col.constructor as new (buffer: ArrayBufferLike) => SlotColumn)(stateBuffer(capacity * stride * col.BYTES_PER_ELEMENT));
   if (fill !== 0) next.fill(fill, col.length);
   next.set(col);
   return next;

@@ -94,7 +94,7 @@ const SWEEP_CHUNK = 64;
  */
 export class SlotDedupStore implements DedupStore {
   private readonly slots = new KeySlots();
-  private rows = new Float64Array(0);
+  private rows: Float64Array = new Float64Array(0);
   private readonly expiries: SlotSchedule;
   /** Watermark advances seen; an entry written in the current one outlives an expiry already passed. */
   private epoch = 0;

@@ -308,6 +308,19 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
     );
   });
 
+  // Past the first page of rows and the key table's first sizes: their arrays then live in shared
+  // memory (state-memory.ts), and both must answer as the handle storage does, restored or not.
+  it("over 20 000 keys (rows in shared memory): same sequence as the handle storage, and restored mid-stream", () => {
+    const events: TestEvent[] = [];
+    for (let i = 0; i < 60_000; i++) events.push({ key: `card-${(i * 7919) % 20_000}`, ts: i >> 2, value: { amount: (i % 3) + 1 } });
+    const params = { threshold: 2, windowMs: 20_000, mode };
+    const arrivals = arrivalOrder(events, events.map((_, i) => (i * 31) % BOUND), BOUND);
+    const onHeap = run(velocitySpec, params, arrivals, BOUND, keyed);
+    expect(ofPort(onHeap, "out").length).toBeGreaterThan(30_000);
+    expect(onHeap).toEqual(run(velocitySpec, params, arrivals, BOUND, serializing));
+    expect(runWithRestore(velocitySpec, params, arrivals, BOUND, 45_000, keyed)).toEqual(onHeap);
+  });
+
   // Timestamps far apart and fractional: any compact form of a heap row (say int32 offsets from its
   // first timestamp) would have to give way for these. Timestamps and windows are scaled by 2^28 ms
   // (eight steps are past 2^31), some with a quarter millisecond.

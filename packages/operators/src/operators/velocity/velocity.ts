@@ -19,7 +19,7 @@ import {
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
 import { MAX_NUMBER_BYTES, MAX_STR_BYTES, ValueWriter } from "../../core/snapshot-codec";
-import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TableChanges, type TtlEntry } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, stateFloat64Array, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TableChanges, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -489,7 +489,7 @@ const STORED_HEAD_BYTES = 96;
 
 /** A page of rows whose windows are empty (count 0, no cleanup, plain). */
 function emptyPage(slots: number): Float64Array {
-  const page = new Float64Array(slots * ROW);
+  const page = stateFloat64Array(slots * ROW);
   for (let b = 0; b < page.length; b += ROW) page[b + 1] = NaN;
   return page;
 }

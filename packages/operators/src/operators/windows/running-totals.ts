@@ -29,9 +29,9 @@ const exact = (x: number): boolean => Number.isSafeInteger(x) && (x !== 0 || 1 /
 
 export class RunningTotals {
   /** By slot: the sum of each accumulator slot over the key's sealed slices (width per slot). */
-  private totals = new Float64Array(0);
+  private totals: Float64Array = new Float64Array(0);
   /** By slot: the sum of those accumulators' magnitudes (the bound on every partial sum), or UNKNOWN or INEXACT. */
-  private bound = new Float64Array(0);
+  private bound: Float64Array = new Float64Array(0);
   /** before()'s copy of the accumulator a record is about to change. */
   private readonly was: Float64Array;
 

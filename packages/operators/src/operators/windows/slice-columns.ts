@@ -170,17 +170,17 @@ export class SliceColumns {
 
   // ---- per slot, grown with the slots' capacity
   /** Records in the slices of the window being built: those starting in [L + slide − size, L). */
-  private totalN = new Float64Array(0);
-  private totalAcc = new Float64Array(0);
+  private totalN: Float64Array = new Float64Array(0);
+  private totalAcc: Float64Array = new Float64Array(0);
   /** The key's last firing (the stored form's F): its windows ending by F + 1 have fired. */
-  private fired = new Float64Array(0);
+  private fired: Float64Array = new Float64Array(0);
   /** The start of the key's newest slice (NO_TIME: none), and its cell there: where in-order records go. */
-  private newestStart = new Float64Array(0);
-  private newestPos = new Int32Array(0);
+  private newestStart: Float64Array = new Float64Array(0);
+  private newestPos: Int32Array = new Int32Array(0);
   /** Columns holding the key's records: at 0 its slot is freed. */
-  private cells = new Int32Array(0);
+  private cells: Int32Array = new Int32Array(0);
   /** Whether the slot is in `active` or `fresh`. */
-  private listed = new Uint8Array(0);
+  private listed: Uint8Array = new Uint8Array(0);
 
   /** The keys with records in the window being built, sorted by key: the next window end's firing order. */
   private active = new Int32Array(16);
