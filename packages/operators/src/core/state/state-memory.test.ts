@@ -27,7 +27,7 @@ describe("state memory", () => {
   });
 
   it("grows columns into shared memory keeping their rows and filling new ones", () => {
-    let col = Float64Array.from([1, 2, 3, 4]);
+    let col: Float64Array = Float64Array.from([1, 2, 3, 4]);
     col = growColumn(col, 1 << 14, 2, -1);
     expect(col.buffer).toBeInstanceOf(SharedArrayBuffer);
     expect(col.length).toBe(1 << 15);
