@@ -331,6 +331,8 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
   clearTimeout(killer);
   // KEYFLOW_BENCH_RUNNER_LOG=FILE keeps the runner's log (with KEYFLOW_LOG_LEVEL=debug, every checkpoint's phases).
   if (process.env.KEYFLOW_BENCH_RUNNER_LOG) writeFileSync(process.env.KEYFLOW_BENCH_RUNNER_LOG, runnerLog);
+  // KEYFLOW_BENCH_ARRIVALS=FILE keeps each measured alert's send and arrival times (ms since the epoch, one pair a line), to set the slow ones beside the runner's log.
+  if (process.env.KEYFLOW_BENCH_ARRIVALS) writeFileSync(process.env.KEYFLOW_BENCH_ARRIVALS, arrivals.map(([s, a]) => `${s} ${a}`).join("\n"));
   rmSync(dir, { recursive: true, force: true });
   if (latencies.length === 0) throw new Error(`no alerts measured:\n${runnerLog.slice(-3000)}`);
   // With KEYFLOW_LOG_LEVEL=debug the runner says where each checkpoint's time went: medians of its phases.

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { LocalJob, type PipelineDocumentInput } from "@keyflow/operators";
+import { ChangelogCompactor } from "./changelog-compactor";
 import { CHECKPOINT_FORMAT, DirectoryCheckpointStore, readCheckpointFolder, writePieces, writeSavepoint, type CheckpointMeta } from "./checkpoints";
 
 const meta = (id: number): CheckpointMeta => ({ format: CHECKPOINT_FORMAT, id, jobId: "job", pipeline: { name: "p", digest: "-" }, createdAt: new Date(0).toISOString(), processingTime: 0, stateBytes: 3, sources: {}, sinks: {} });
@@ -145,6 +146,27 @@ describe("changelog checkpoints in a folder", () => {
     const read = await readCheckpointFolder(savepoint);
     expect(read.meta.changelog).toBeUndefined();
     expect(Buffer.from(LocalJob.restore(doc, read.state!).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
+  });
+
+  it("resolves a checkpoint's chain in a worker thread (ChangelogCompactor) into the whole state a restore reads, and names a missing link", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const { store, job } = await chain(dir, 10);
+    const compactor = new ChangelogCompactor();
+    try {
+      const resolved = await compactor.resolve(path.join(dir, "chk-0000000004"));
+      expect(Buffer.from(resolved).equals(Buffer.from((await readCheckpointFolder(path.join(dir, "chk-0000000004"))).state!))).toBe(true);
+      expect(Buffer.from(LocalJob.restore(doc, resolved).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
+      // Written as the chain's new start, it stands for checkpoints 1 to 4.
+      const file = await store.writeSharedState({ pieces: [resolved], byteLength: resolved.byteLength }, "c", () => 5);
+      feed(job, [7], 9);
+      await store.write({ ...meta(5), changelog: { chain: [`../${file}`] } }, job.snapshotPieces(undefined, "changes"));
+      expect(Buffer.from(LocalJob.restore(doc, (await store.latest())!.state!).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
+      rmSync(path.join(dir, "chk-0000000003"), { recursive: true });
+      await expect(compactor.resolve(path.join(dir, "chk-0000000004"))).rejects.toThrow(/"\.\.\/chk-0000000003\/state\.bin" \(changes it replays\) is missing/);
+    } finally {
+      await compactor.close();
+      await store.release();
+    }
   });
 
   it("writes a whole state beside the checkpoints, named by the id read once it is written, and retention keeps it while a checkpoint lists it", async () => {

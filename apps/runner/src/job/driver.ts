@@ -24,6 +24,7 @@ import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
+import { ChangelogCompactor } from "./changelog-compactor";
 import { MaterializePacer } from "./materialize";
 import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
@@ -165,9 +166,6 @@ interface ChangelogLink {
  */
 const MAX_CHANGELOG_LINKS = 100;
 
-/** A whole state wanted is taken after a materialization pass (the state is packed then), or after this many checkpoints without one. */
-const BASE_WAIT_CHECKPOINTS = 5;
-
 /** A checkpoint whose sinks have prepared (phase 1), waiting for its phase 2 (JobDriver.finishCheckpoint). */
 interface PreparedCheckpoint {
   id: number;
@@ -231,11 +229,9 @@ export class JobDriver {
   private changelog: ChangelogLink[] | undefined;
   /** The whole state written in the background while a checkpoint was in flight, for its chain to start from. */
   private writtenBase: ChangelogLink | undefined;
-  /** The background write of a whole state (at most one at a time), and whether the chain grew enough to want one. */
+  /** The background resolution and write of a whole state (at most one at a time), and its worker thread. */
   private baseWrite: Promise<void> | undefined;
-  private baseWanted = false;
-  /** Checkpoints since one was wanted: it is taken after a materialization pass, or after a few checkpoints without one. */
-  private baseWantedFor = 0;
+  private compactor: ChangelogCompactor | undefined;
   /** A checkpoint is wanted now (a savepoint), whatever the interval says. */
   private checkpointWanted = false;
   /** Savepoints waiting for the next completed checkpoint: the folder to copy it into. */
@@ -582,27 +578,16 @@ export class JobDriver {
       taken?.done();
       if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();
-        // A changelog barrier packs the changed keys into the log only and leaves their key groups;
-        // they are packed at every checkpoint, so that they never pile up (left to the passes before
-        // the next barrier, they did at 20 k records/s, and the whole state written in the
-        // background then took 240-300 ms to snapshot). Exactly-once: after the checkpoint, whose
-        // commit the loop waits for. Otherwise records flow during the commit, and the loop would
-        // stall twice: before the barrier then, which leaves the barrier nothing to pack.
-        const changelog = this.changelogFor() !== undefined;
-        const packFirst = changelog && this.overlapsCommit();
-        if (packFirst) job.materialize();
         await this.checkpoint();
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
         pacer.packed();
-        if (changelog && !packFirst) job.materialize();
-        if (this.baseWanted && ++this.baseWantedFor >= BASE_WAIT_CHECKPOINTS) this.startBaseWrite();
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
         // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice
-        // at a time, taking input between slices (the next take waits 0 ms).
-        // Right after a pass packed everything, the whole state is at hand: the changelog's is taken then.
-        if (pacer.materializeSlice(job) && this.baseWanted) this.startBaseWrite();
+        // at a time, taking input between slices (the next take waits 0 ms). A changelog job's
+        // passes only log (KeptColumns.changelog): its barrier packs what changed since the last.
+        pacer.materializeSlice(job);
       }
     }
     return true;
@@ -705,7 +690,7 @@ export class JobDriver {
     if (base !== undefined) this.startChainAt(base);
     const current = this.changelog;
     const changeBytes = current.slice(1).reduce((n, l) => n + l.bytes, 0);
-    if (changeBytes > (current[0]?.bytes ?? 0) || current.length > MAX_CHANGELOG_LINKS) this.baseWanted = true;
+    if (changeBytes > (current[0]?.bytes ?? 0) || current.length > MAX_CHANGELOG_LINKS) this.startBaseWrite(link.id);
   }
 
   /**
@@ -724,27 +709,26 @@ export class JobDriver {
   }
 
   /**
-   * Writes the whole state beside the checkpoints, in the background, for the chain to start from
-   * (Flink's changelog backend materializes its state the same way): the snapshot is taken here,
-   * between records, and only its write overlaps them; checkpoints go on meanwhile.
+   * Writes the whole state as of checkpoint `id` (written, its chain given) beside the checkpoints,
+   * in the background, for the chain to start from: a worker thread replays the chain from the
+   * files (ChangelogCompactor), and checkpoints go on meanwhile. Its bytes stand for the chain they
+   * replace, so they count as much towards the next one.
    */
-  private startBaseWrite(): void {
+  private startBaseWrite(id: number): void {
     const { checkpoints } = this.opts;
-    if (this.baseWrite !== undefined || checkpoints.writeSharedState === undefined) return;
-    this.baseWanted = false;
-    this.baseWantedFor = 0;
-    const after = this.nextCheckpointId - 1;
-    const hold = new SnapshotHold();
-    const pieces = this.requireJob().snapshotPieces(hold);
-    this.log.debug(`changelog: writing the whole state (${pieces.byteLength} bytes) for the checkpoints after ${after} to build on`);
-    this.baseWrite = checkpoints
-      .writeSharedState(pieces, this.diskSuffix, () => this.nextCheckpointId)
-      .then(
-        (file) => this.startChainAt({ file, id: after, bytes: pieces.byteLength }),
-        (err: unknown) => this.log.warn(`changelog: the whole state could not be written (${errorMessage(err)}); checkpoints go on replaying the changes since the last one`),
-      )
+    const dir = checkpoints.pathOf(id);
+    if (this.baseWrite !== undefined || checkpoints.writeSharedState === undefined || dir === undefined) return;
+    const write = checkpoints.writeSharedState.bind(checkpoints);
+    const compactor = (this.compactor ??= new ChangelogCompactor());
+    this.log.debug(`changelog: writing the whole state as of checkpoint ${id} (its chain replayed) for the checkpoints after it to build on`);
+    this.baseWrite = compactor
+      .resolve(dir)
+      .then(async (state) => {
+        const file = await write({ pieces: [state], byteLength: state.byteLength }, this.diskSuffix, () => this.nextCheckpointId);
+        this.startChainAt({ file, id, bytes: state.byteLength });
+      })
+      .catch((err: unknown) => this.log.warn(`changelog: the whole state could not be written (${errorMessage(err)}); checkpoints go on replaying the changes since the last one`))
       .finally(() => {
-        hold.release();
         this.baseWrite = undefined;
       });
   }
@@ -922,6 +906,7 @@ export class JobDriver {
   private async closeAll(): Promise<void> {
     await this.finishing;
     await this.baseWrite;
+    await this.compactor?.close();
     for (const w of this.savepointWaiters.splice(0)) w.reject(new Error(`job "${this.jobId}" ended before its savepoint's checkpoint completed`));
     this.abort.abort(new Error(this.stopRequested ?? "job ended"));
     this.queue.close();
