@@ -721,11 +721,14 @@ export class JobDriver {
     const write = checkpoints.writeSharedState.bind(checkpoints);
     const compactor = (this.compactor ??= new ChangelogCompactor());
     this.log.debug(`changelog: writing the whole state as of checkpoint ${id} (its chain replayed) for the checkpoints after it to build on`);
+    const t0 = performance.now();
     this.baseWrite = compactor
       .resolve(dir)
       .then(async (state) => {
+        const resolvedMs = performance.now() - t0;
         const file = await write({ pieces: [state], byteLength: state.byteLength }, this.diskSuffix, () => this.nextCheckpointId);
         this.startChainAt({ file, id, bytes: state.byteLength });
+        this.log.debug(`changelog: ${file} (${state.byteLength} bytes) resolved in ${Math.round(resolvedMs)} ms, written in ${Math.round(performance.now() - t0 - resolvedMs)} ms`);
       })
       .catch((err: unknown) => this.log.warn(`changelog: the whole state could not be written (${errorMessage(err)}); checkpoints go on replaying the changes since the last one`))
       .finally(() => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeSnapshot, encodeSnapshotPieces, joinPieces, packValueView, unpackValues, ValueWriter, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
+import { encodeSnapshot, encodeSnapshotPieces, joinPieces, packValues, packValueView, splitValues, unpackValues, ValueWriter, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
 
 /** What the writer writes for a value it knows, or undefined when it declines (a string it cannot write). */
 function written(w: ValueWriter, value: unknown): Uint8Array | undefined {
@@ -43,6 +43,44 @@ const valueArb: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.dictionary(asciiArb, tie("value"), { maxKeys: 15 }),
   ),
 })).value;
+
+describe("splitValues", () => {
+  // Every header kind MessagePack has a packer write for state values: long strings (str 8/16/32),
+  // large arrays and maps (16-bit counts), binary, booleans, undefined (an ext), floats and 64-bit integers.
+  const wideArb: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small" },
+      valueArb,
+      fc.boolean(),
+      fc.constant(undefined),
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }).map((n) => Number(n)),
+      fc.constantFrom(32, 255, 256, 65_535, 65_536).map((n) => "é".repeat(n >> 1) + "x".repeat(n - (n >> 1))),
+      fc.uint8Array({ maxLength: 300 }),
+      fc.constantFrom(16, 65_535, 65_536).map((n) => new Array<number>(n).fill(1)),
+      fc.dictionary(asciiArb, fc.oneof(fc.constant(null), numberArb), { minKeys: 16, maxKeys: 24 }),
+      fc.array(tie("value"), { maxLength: 5, depthIdentifier: "w" }),
+    ),
+  })).value;
+
+  it("splits a packed column into each value's bytes, which decode to that value", () => {
+    fc.assert(
+      fc.property(fc.array(wideArb, { maxLength: 8 }), (values) => {
+        const bytes = packValues(values);
+        const parts = splitValues(bytes);
+        expect(parts).toHaveLength(values.length);
+        expect(parts.reduce((n, p) => n + p.byteLength, 0)).toBe(bytes.byteLength);
+        parts.forEach((part, i) => expect(unpackValues(part)).toEqual([unpackValues(packValues([values[i]]))[0]]));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("names a truncated value and a byte that starts none", () => {
+    const bytes = packValues(["a string of some length", [1, 2, 3]]);
+    expect(() => splitValues(bytes.subarray(0, bytes.byteLength - 1))).toThrow(/a value starting at byte \d+ runs past the end/);
+    expect(() => splitValues(Uint8Array.from([0xc1]))).toThrow(/byte 0 holds 0xc1, which starts no MessagePack value/);
+  });
+});
 
 describe("ValueWriter", () => {
   it("writes the bytes packValueView gives, for every value it accepts", () => {

@@ -180,6 +180,118 @@ export function unpackValues(bytes: Uint8Array): unknown[] {
   return unpackr.unpackMultiple(bytes);
 }
 
+/**
+ * A packed column's values as views of its bytes, one per value, without decoding them: a
+ * changelog's chain is resolved by moving values' bytes (runtime/changelog.ts), and decoding and
+ * packing again every value of a whole state took most of a second per 10 MB. MessagePack values
+ * are self-delimiting; this walks their headers (by hand: msgpackr decodes, it does not skip).
+ */
+export function splitValues(bytes: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at < bytes.byteLength; ) {
+    const end = skipValue(bytes, view, at);
+    out.push(bytes.subarray(at, end));
+    at = end;
+  }
+  return out;
+}
+
+/** Where the MessagePack value starting at `at` ends. */
+function skipValue(b: Uint8Array, view: DataView, at: number): number {
+  let p = at;
+  // Values still to skip: an array or map header adds its elements.
+  for (let pending = 1; pending > 0; pending--) {
+    if (p >= b.byteLength) throw new Error(`splitValues: a value starting at byte ${at} runs past the end (${b.byteLength} bytes)`);
+    const t = b[p++] as number;
+    if (t <= 0x7f || t >= 0xe0) continue; // fixint
+    if (t <= 0x8f) pending += 2 * (t & 0x0f); // fixmap
+    else if (t <= 0x9f) pending += t & 0x0f; // fixarray
+    else if (t <= 0xbf) p += t & 0x1f; // fixstr
+    else
+      switch (t) {
+        case 0xc0: // nil
+        case 0xc2: // false
+        case 0xc3: // true
+          break;
+        case 0xc4: // bin 8
+        case 0xd9: // str 8
+          p += 1 + (b[p] as number);
+          break;
+        case 0xc5: // bin 16
+        case 0xda: // str 16
+          p += 2 + view.getUint16(p);
+          break;
+        case 0xc6: // bin 32
+        case 0xdb: // str 32
+          p += 4 + view.getUint32(p);
+          break;
+        case 0xc7: // ext 8: length, type, data
+          p += 2 + (b[p] as number);
+          break;
+        case 0xc8: // ext 16
+          p += 3 + view.getUint16(p);
+          break;
+        case 0xc9: // ext 32
+          p += 5 + view.getUint32(p);
+          break;
+        case 0xcc: // uint 8
+        case 0xd0: // int 8
+          p += 1;
+          break;
+        case 0xcd:
+        case 0xd1:
+          p += 2;
+          break;
+        case 0xca: // float 32
+        case 0xce:
+        case 0xd2:
+          p += 4;
+          break;
+        case 0xcb: // float 64
+        case 0xcf:
+        case 0xd3:
+          p += 8;
+          break;
+        case 0xd4: // fixext 1, 2, 4, 8, 16: type then data
+          p += 2;
+          break;
+        case 0xd5:
+          p += 3;
+          break;
+        case 0xd6:
+          p += 5;
+          break;
+        case 0xd7:
+          p += 9;
+          break;
+        case 0xd8:
+          p += 17;
+          break;
+        case 0xdc: // array 16
+          pending += view.getUint16(p);
+          p += 2;
+          break;
+        case 0xdd: // array 32
+          pending += view.getUint32(p);
+          p += 4;
+          break;
+        case 0xde: // map 16
+          pending += 2 * view.getUint16(p);
+          p += 2;
+          break;
+        case 0xdf: // map 32
+          pending += 2 * view.getUint32(p);
+          p += 4;
+          break;
+        default:
+          throw new Error(`splitValues: byte ${p - 1} holds 0x${t.toString(16)}, which starts no MessagePack value`);
+      }
+  }
+  if (p > b.byteLength) throw new Error(`splitValues: a value starting at byte ${at} runs past the end (${b.byteLength} bytes)`);
+  return p;
+}
+
 /** Byte-for-byte equality (the tests' check of kept packed bytes against bytes packed afresh). */
 export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;
