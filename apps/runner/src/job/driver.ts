@@ -25,7 +25,7 @@ import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
 import { ChangelogCompactor } from "./changelog-compactor";
-import { LOG_ONLY_EVERY_MS, MaterializePacer } from "./materialize";
+import { MaterializePacer } from "./materialize";
 import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
@@ -548,7 +548,7 @@ export class JobDriver {
     const minPause = this.opts.doc.settings.minPauseBetweenCheckpointsMs;
     // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
-    const pacer = new MaterializePacer(interval, undefined, this.changelogFor() !== undefined ? LOG_ONLY_EVERY_MS : undefined);
+    const pacer = new MaterializePacer(interval);
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;

@@ -9,13 +9,6 @@
 const MATERIALIZE_EVERY_MS = 50;
 
 /**
- * A changelog job's passes only log (no group is copied), so they may come this often: its barrier
- * packs the keys changed since the last pass, at 20 k records/s about 1 000 keys (6-10 ms) after a
- * 50 ms spacing.
- */
-export const LOG_ONLY_EVERY_MS = 10;
-
-/**
  * And at most this share of the time: a pass over changes spread across every key group copies the
  * whole packed state (a group is one allocation), which at 1 M keys takes longer than 50 ms, so the
  * next pass waits (1 / share - 1) times as long as the last one took.
@@ -52,19 +45,16 @@ export class MaterializePacer {
   private packedAhead = false;
   /** Time spent in the slices of the pass under way, and the wait after the last pass (see MAX_SHARE). */
   private passMs = 0;
-  private spacing: number;
+  private spacing = MATERIALIZE_EVERY_MS;
 
   /**
    * @param intervalMs the checkpoint interval: barriers are expected that long after the last snapshot
    * @param now a monotonic clock in ms (injected by tests)
-   * @param everyMs the least spacing of passes (MATERIALIZE_EVERY_MS; LOG_ONLY_EVERY_MS for a changelog job)
    */
   constructor(
     private readonly intervalMs: number,
     private readonly now: () => number = () => performance.now(),
-    private readonly everyMs = MATERIALIZE_EVERY_MS,
   ) {
-    this.spacing = everyMs;
     this.last = this.snapshotAt = now();
     this.lead = Math.min(intervalMs, INITIAL_LEAD_MS);
   }
@@ -100,7 +90,7 @@ export class MaterializePacer {
       this.last = t;
       this.changed = false;
       this.passEndedAt ??= t;
-      this.spacing = Math.max(this.everyMs, (this.passMs * (1 - MAX_SHARE)) / MAX_SHARE);
+      this.spacing = Math.max(MATERIALIZE_EVERY_MS, (this.passMs * (1 - MAX_SHARE)) / MAX_SHARE);
       this.passMs = 0;
     }
     return done;
