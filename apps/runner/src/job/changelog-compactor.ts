@@ -19,8 +19,11 @@ export class ChangelogCompactor {
   resolve(dir: string): Promise<Uint8Array> {
     const id = this.nextId++;
     return new Promise<Uint8Array>((resolve, reject) => {
+      const w = this.start();
       this.waiting.set(id, { resolve, reject });
-      this.start().postMessage({ id, dir });
+      // Held while it works (a job that ended waits for its last compaction), let go while idle.
+      w.ref();
+      w.postMessage({ id, dir });
     });
   }
 
@@ -35,12 +38,12 @@ export class ChangelogCompactor {
   private start(): Worker {
     if (this.worker !== undefined) return this.worker;
     const w = new Worker(ENTRY);
-    // Idle between compactions: it must not keep a runner that is done from exiting.
-    w.unref();
     w.on("message", (m: CompactorReply) => {
       const p = this.waiting.get(m.id);
       if (p === undefined) return;
       this.waiting.delete(m.id);
+      // Idle between compactions: it must not keep a runner that is done from exiting.
+      if (this.waiting.size === 0) w.unref();
       if ("error" in m) p.reject(new Error(m.error));
       else p.resolve(m.state);
     });

@@ -1,7 +1,8 @@
 // DirectoryCheckpointStore's write: a checkpoint folder exists whole or not at all, now that its
 // files are written and fsynced at once; changelog checkpoints restored from their chains, kept by
 // retention while a retained one replays them, and copied whole into savepoints.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -167,6 +168,21 @@ describe("changelog checkpoints in a folder", () => {
       await compactor.close();
       await store.release();
     }
+  });
+
+  it("keeps the process alive while the compactor works, and not while it idles", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const { store } = await chain(dir, 10);
+    await store.release();
+    // Nothing else holds the event loop of this process: it must wait for the answer, then exit by itself.
+    const script = `import { ChangelogCompactor } from ${JSON.stringify(path.join(import.meta.dirname, "changelog-compactor.ts"))};
+const state = await new ChangelogCompactor().resolve(${JSON.stringify(path.join(dir, "chk-0000000004"))});
+console.log("resolved " + state.byteLength);`;
+    const file = path.join(dir, "compact.mts");
+    writeFileSync(file, script);
+    const child = spawnSync(process.execPath, ["--import", "tsx", file], { encoding: "utf8", timeout: 60_000 });
+    expect(child.status, child.stderr).toBe(0);
+    expect(child.stdout).toMatch(/^resolved [1-9]\d*$/m);
   });
 
   it("writes a whole state beside the checkpoints, named by the id read once it is written, and retention keeps it while a checkpoint lists it", async () => {

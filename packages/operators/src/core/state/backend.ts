@@ -61,7 +61,8 @@ export interface ColumnarTableSnapshot {
 
 /**
  * A table as an operator snapshot's bytes hold it (core/host.ts), one chunk per key group that
- * has keys: `packedKeys` the group's keys in order and `packed` each key's stored value at the same
+ * has keys (one chunk in all when a changelog's chain was replayed on its bytes, runtime/changelog.ts;
+ * readers only concatenate them): `packedKeys` the group's keys in order and `packed` each key's stored value at the same
  * position, packed one by one (snapshot-codec.ts packValues), map-kind values flattened to
  * [mapKey, value, mapKey, value, …]; `packedKeys` null when the keys are those of the nearest
  * earlier table that lists keys. No array per entry and per map, an operator's tables over the
