@@ -549,7 +549,6 @@ export class JobDriver {
     // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
     const pacer = new MaterializePacer(interval);
-    const logOnly = this.changelogFor() !== undefined;
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
@@ -583,13 +582,11 @@ export class JobDriver {
         nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
         pacer.packed();
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
-      } else if ((this.queue.waiting === 0 || logOnly) && pacer.dueInMs() === 0) {
+      } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
         // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice
         // at a time, taking input between slices (the next take waits 0 ms). A changelog job's
         // passes only log (KeptColumns.changelog): its barrier packs what changed since the last.
-        // They take a slice after every input, waiting or not: at 20 k records/s the queue was
-        // seldom empty, and the barrier was left 10-14 ms of keys to pack.
         pacer.materializeSlice(job);
       }
     }
