@@ -609,7 +609,7 @@ export class OperatorHost {
       state: state.map((t) => {
         if ("changes" in t) {
           const { changedKeys, ops, changed } = t.changes;
-          return { name: t.name, kind: t.kind, changedKeys: ref(changedKeys), ops: ref(ops), changed: ref(changed) };
+          return { name: t.name, kind: t.kind, changedKeys: ref(packValues(changedKeys)), ops: ref(ops), changed: ref(changed) };
         }
         return "packed" in t ? { name: t.name, kind: t.kind, packedKeys: t.packedKeys?.map(ref) ?? null, packed: t.packed.map(ref) } : t;
       }),

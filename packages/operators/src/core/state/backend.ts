@@ -99,9 +99,9 @@ export type ChangelogSnapshot = "whole" | "changes";
 /** A table of a changelog checkpoint: its changes, or the whole table when it cannot list them. */
 export type ChangelogTableSnapshot = PackedTableSnapshot | ColumnarTableSnapshot | DeltaTableSnapshot;
 
-/** A table's changes for a changelog snapshot, as DeltaTableSnapshot holds them (its keys packed as they were logged). */
+/** A table's changes for a changelog snapshot, before they are encoded (see DeltaTableSnapshot). */
 export interface TableChanges {
-  changedKeys: Uint8Array;
+  changedKeys: Key[];
   ops: Uint8Array;
   changed: Uint8Array;
 }
@@ -112,81 +112,45 @@ export interface TableChanges {
  * or any snapshot), so that a changelog checkpoint writes them without looking any key up again.
  */
 class ChangeLog {
-  private count = 0;
+  readonly keys: Key[] = [];
   private ops: Uint8Array;
-  /**
-   * The keys packed as they are logged: packing the list at the barrier (a packer call over ~20 k
-   * keys at 20 k records/s) was a quarter of a changelog checkpoint's synchronous part.
-   */
-  private keyBytes: Uint8Array;
-  private keySize = 0;
   private bytes: Uint8Array;
   private size = 0;
 
   /** Sized as the last log was, so that a steady job does not grow each log by doubling. */
   constructor(like?: ChangeLog) {
-    this.ops = new Uint8Array(Math.max(1024, like?.count ?? 0));
-    this.keyBytes = new Uint8Array(Math.max(16 * 1024, like?.keySize ?? 0));
+    this.ops = new Uint8Array(Math.max(1024, like?.keys.length ?? 0));
     this.bytes = new Uint8Array(Math.max(64 * 1024, like?.size ?? 0));
   }
 
   get entries(): number {
-    return this.count;
+    return this.keys.length;
   }
 
   /** The key's new packed value, or undefined: deleted. */
   append(key: Key, value: Uint8Array | undefined): void {
-    const n = this.count;
+    const n = this.keys.length;
     if (n === this.ops.length) {
       const ops = new Uint8Array(n * 2);
       ops.set(this.ops);
       this.ops = ops;
     }
-    this.appendKey(key);
-    this.count = n + 1;
+    this.keys.push(key);
     if (value === undefined) return; // ops[n] stays 0
     this.ops[n] = 1;
-    this.bytes = room(this.bytes, this.size, value.byteLength);
+    if (this.size + value.byteLength > this.bytes.byteLength) {
+      const bytes = new Uint8Array(Math.max(this.bytes.byteLength * 2, this.size + value.byteLength));
+      bytes.set(this.bytes.subarray(0, this.size));
+      this.bytes = bytes;
+    }
     this.bytes.set(value, this.size);
     this.size += value.byteLength;
   }
 
-  /** The key packed as packValues packs it: an ASCII key under 32 characters written here (a fixstr), any other by the packer. */
-  private appendKey(key: Key): void {
-    const n = key.length;
-    if (n < 32) {
-      const kb = (this.keyBytes = room(this.keyBytes, this.keySize, n + 1));
-      const at = this.keySize;
-      let i = 0;
-      for (; i < n; i++) {
-        const c = key.charCodeAt(i);
-        if (c > 0x7f) break;
-        kb[at + 1 + i] = c;
-      }
-      if (i === n) {
-        kb[at] = 0xa0 | n;
-        this.keySize = at + 1 + n;
-        return;
-      }
-    }
-    const packed = packValueView(key);
-    this.keyBytes = room(this.keyBytes, this.keySize, packed.byteLength);
-    this.keyBytes.set(packed, this.keySize);
-    this.keySize += packed.byteLength;
-  }
-
   /** The log's changes (views of its arrays: a log is not appended to once taken). */
   changes(): TableChanges {
-    return { changedKeys: this.keyBytes.subarray(0, this.keySize), ops: this.ops.subarray(0, this.count), changed: this.bytes.subarray(0, this.size) };
+    return { changedKeys: this.keys, ops: this.ops.subarray(0, this.keys.length), changed: this.bytes.subarray(0, this.size) };
   }
-}
-
-/** `buffer`, or a copy of its first `used` bytes with room for `more` (doubling). */
-function room(buffer: Uint8Array, used: number, more: number): Uint8Array {
-  if (used + more <= buffer.byteLength) return buffer;
-  const grown = new Uint8Array(Math.max(buffer.byteLength * 2, used + more));
-  grown.set(buffer.subarray(0, used));
-  return grown;
 }
 
 /**
