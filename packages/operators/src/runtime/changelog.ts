@@ -10,7 +10,7 @@
 // gives the same state: the first snapshot may be taken at any point before the second's changes
 // began (a state written in the background while changes go on being recorded).
 import type { Key } from "../core/api";
-import { decodeSnapshot, encodeSnapshot, packValues, splitValues, unpackValues } from "../core/snapshot-codec";
+import { decodeSnapshot, encodeSnapshot, joinPieces, packValues, splitValues, unpackValues } from "../core/snapshot-codec";
 import { tablesFromSnapshot, type ColumnarTableSnapshot, type DeltaTableSnapshot, type PackedTableSnapshot, type StateKind, type TableSnapshot } from "../core/state";
 
 const JOB_SNAPSHOT_FORMAT = "keyflow.job-snapshot/v1";
@@ -149,13 +149,9 @@ function replayPacked(nodeId: string, snaps: readonly OperatorSnapshotView[]): U
   const newest = snaps[snaps.length - 1] as OperatorSnapshotView;
   const state: PackedTableSnapshot[] = newest.state.map((t) => {
     const table = tables.get(t.name) as PackedReplay;
-    const bytes = new Uint8Array([...table.values.values()].reduce((n, b) => n + b.byteLength, 0));
-    let at = 0;
-    for (const b of table.values.values()) {
-      bytes.set(b, at);
-      at += b.byteLength;
-    }
-    return { name: t.name, kind: table.kind, packedKeys: [packValues([...table.values.keys()])], packed: [bytes] };
+    const pieces = [...table.values.values()];
+    const packed = joinPieces({ pieces, byteLength: pieces.reduce((n, b) => n + b.byteLength, 0) });
+    return { name: t.name, kind: table.kind, packedKeys: [packValues([...table.values.keys()])], packed: [packed] };
   });
   return encodeSnapshot({ ...newest, state });
 }

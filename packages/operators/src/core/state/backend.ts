@@ -439,10 +439,9 @@ export class KeptColumns {
    * after a start or a restore would pack the whole state with the records stopped.
    */
   materialize(values: StoredValues, maxParallelism: number, budget?: MaterializeBudget): boolean {
-    const logging = this.current(maxParallelism);
-    if (logging?.logging) return logging.logChanges(values, budget);
-    let columns = this.usable(maxParallelism);
-    if (columns === undefined) this.columns = columns = SnapshotColumns.pending(values, maxParallelism, this.kind);
+    let columns = this.current(maxParallelism);
+    if (columns?.logging) return columns.logChanges(values, budget);
+    if (columns === undefined || columns.groupsBehind) this.columns = columns = SnapshotColumns.pending(values, maxParallelism, this.kind);
     return columns.update(values, budget);
   }
 
