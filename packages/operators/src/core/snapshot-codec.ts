@@ -425,6 +425,16 @@ export class ValueWriter {
     for (let i = 0; i < n; i++) buf[this.pos++] = value.charCodeAt(i);
     return true;
   }
+
+  /** Writes src[from, from + n) as a string, when those are ASCII bytes and n < 32; false (nothing written) otherwise. */
+  asciiBytes(src: Uint8Array, from: number, n: number): boolean {
+    if (n >= 0x20) return false;
+    for (let i = from; i < from + n; i++) if ((src[i] as number) >= 0x80) return false;
+    const buf = this.buf;
+    buf[this.pos++] = 0xa0 | n;
+    for (let i = from; i < from + n; i++) buf[this.pos++] = src[i] as number;
+    return true;
+  }
 }
 
 /** Most bytes ValueWriter.number writes. */

@@ -3,4 +3,4 @@ export * from "./backend";
 export * from "./handles";
 export { estimateBytes } from "./size";
 export * from "./slots";
-export { stateFloat64Array } from "./state-memory";
+export { stateBuffer, stateFloat64Array } from "./state-memory";

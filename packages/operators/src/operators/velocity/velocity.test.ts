@@ -275,16 +275,24 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
   });
 
   // Busy keys: more records in a window than a heap row holds (it spills to arrays), records with a
-  // string, a numeric or no id (the row keeps ids only once one comes), mixed within a key. The
-  // lengths are explicit: fast-check's default size would stop arrays at about ten records.
+  // string, a numeric or no id (the row keeps ids only once one comes), mixed within a key; long ids
+  // (a row's id area overflows after a few: the row's ids move to an array) and non-ASCII ones (no
+  // byte form: an array at once). The lengths are explicit: fast-check's default size would stop
+  // arrays at about ten records.
+  const idOfKind = (kind: string, i: number): string | number => (kind === "number" ? i : kind === "long" ? `${"L".repeat(120)}${i}` : kind === "wide" ? `é${i}` : `e${i}`);
   const busyArb = fc
-    .array(fc.record({ key: fc.constantFrom("a", "b"), ts: fc.integer({ min: 0, max: 60 }), amount: fc.integer({ min: 1, max: 3 }), idKind: fc.constantFrom("string", "number", "none") }), {
-      minLength: 20,
-      maxLength: 90,
-    })
+    .array(
+      fc.record({
+        key: fc.constantFrom("a", "b"),
+        ts: fc.integer({ min: 0, max: 60 }),
+        amount: fc.integer({ min: 1, max: 3 }),
+        idKind: fc.constantFrom("string", "number", "none", "string", "number", "none", "long", "long", "wide"),
+      }),
+      { minLength: 20, maxLength: 90 },
+    )
     .map((list) =>
       list
-        .map(({ key, ts, amount, idKind }, i): TestEvent => ({ key, ts, value: idKind === "none" ? { amount } : { id: idKind === "number" ? i : `e${i}`, amount } }))
+        .map(({ key, ts, amount, idKind }, i): TestEvent => ({ key, ts, value: idKind === "none" ? { amount } : { id: idOfKind(idKind, i), amount } }))
         .sort((a, b) => a.ts - b.ts),
     );
   const busyParamsArb = fc.record({ threshold: fc.integer({ min: 1, max: 30 }), windowMs: fc.integer({ min: 5, max: 200 }) });

@@ -19,7 +19,7 @@ import {
 } from "../../core/api";
 import { NumberMinHeap } from "../../core/minheap";
 import { MAX_NUMBER_BYTES, MAX_STR_BYTES, ValueWriter } from "../../core/snapshot-codec";
-import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, stateFloat64Array, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TableChanges, type TtlEntry } from "../../core/state";
+import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, stateBuffer, stateFloat64Array, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TableChanges, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
 import { fieldName } from "../../expr/params";
 import { durationMs } from "../../pipeline/durations";
@@ -27,6 +27,7 @@ import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } f
 import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
 import { ReleaseOrder } from "./release-order";
+import { dropIds, FIRST_ID, ID_AREA_BYTES, idEntryBytes, idOffset, idsUsed, insertId, readId, readIds, resetIds, writeIds } from "./row-ids";
 
 export const velocityParams = z.strictObject({
   threshold: z
@@ -471,10 +472,14 @@ const ROW_HEAD = 3;
 /** Timestamps a row holds (16 doubles a row: two cache lines); a key with more spills (ROW_SPILLED). */
 const ROW_TS = 13;
 const ROW = ROW_HEAD + ROW_TS;
-/** Row modes: timestamps only; timestamps and an ids array (`ids`); spilled to an ArrayWindow (`spilled`). */
+/**
+ * Row modes: timestamps only; timestamps and an ids array (`ids`); spilled to an ArrayWindow
+ * (`spilled`); timestamps and their ids as bytes in the row's id area (./row-ids.ts).
+ */
 const ROW_PLAIN = 0;
 const ROW_IDS = 1;
 const ROW_SPILLED = 2;
+const ROW_ID_BYTES = 3;
 
 /** Rows per page (2^12 rows of 16 doubles: 512 KB); the first page grows to it by doubling. */
 const PAGE_BITS = 12;
@@ -514,13 +519,21 @@ class RowWindows implements WindowView {
    * turned into dictionaries), and absent for pages whose rows need none.
    */
   private extras: Array<Array<RowExtra | undefined> | undefined> = [undefined];
+  /** Per page, its rows' id areas (ID_AREA_BYTES a row), created when a row of the page first needs one. */
+  private idPages: Array<Uint8Array | undefined> = [undefined];
   private readonly spill = new ArrayWindow();
   /** The page and row base of the slot chosen by `at`. */
   private page: Float64Array = this.pages[0] as Float64Array;
   private base = 0;
   private slot = 0;
-  /** The ids of the slot chosen by `at`, or null in ROW_PLAIN mode. */
+  /** The ids of the slot chosen by `at` in ROW_IDS mode, else null. */
   private slotIds: Array<string | number | null> | null = null;
+  /** The id areas' page and the area of the slot chosen by `at` in ROW_ID_BYTES mode (else null). */
+  private idBytes: Uint8Array | null = null;
+  private idArea = 0;
+  /** The offset of entry idCursor in that area: an alert reads a window's ids in order. */
+  private idCursor = 0;
+  private idCursorOffset = FIRST_ID;
 
   /** Makes room for `capacity` slots (new rows are empty). */
   grow(capacity: number): void {
@@ -530,11 +543,55 @@ class RowWindows implements WindowView {
       next.set(first);
       this.pages[0] = next;
       if (this.page === first) this.page = next;
+      const ids = this.idPages[0];
+      if (ids !== undefined) {
+        const grown = new Uint8Array(stateBuffer((next.length / ROW) * ID_AREA_BYTES));
+        grown.set(ids);
+        this.idPages[0] = grown;
+        if (this.idBytes === ids) this.idBytes = grown;
+      }
     }
     while (this.pages.length * PAGE_SLOTS < capacity) {
       this.pages.push(emptyPage(PAGE_SLOTS));
       this.extras.push(undefined);
+      this.idPages.push(undefined);
     }
+  }
+
+  /** The id areas of the slot's page, created on first use. */
+  private idPageOf(slot: number): Uint8Array {
+    const p = slot >> PAGE_BITS;
+    let ids = this.idPages[p];
+    if (ids === undefined) {
+      ids = new Uint8Array(stateBuffer(((this.pages[p] as Float64Array).length / ROW) * ID_AREA_BYTES));
+      this.idPages[p] = ids;
+    }
+    return ids;
+  }
+
+  /** The ids of a row in ROW_ID_BYTES mode, as an array. */
+  private idsOf(slot: number, n: number): Array<string | number | null> {
+    return readIds(this.idPages[slot >> PAGE_BITS] as Uint8Array, (slot & PAGE_MASK) * ID_AREA_BYTES, n);
+  }
+
+  /**
+   * Writes `ids` into the slot's id area and marks the row ROW_ID_BYTES; false, with the row
+   * unchanged, when one of them has no byte form or they do not fit.
+   */
+  private writeIdBytes(slot: number, ids: ReadonlyArray<string | number | null>): boolean {
+    let size = FIRST_ID;
+    for (const id of ids) {
+      const s = idEntryBytes(id);
+      if (s < 0) return false;
+      size += s;
+    }
+    if (size > ID_AREA_BYTES) return false;
+    const bytes = this.idPageOf(slot);
+    const area = (slot & PAGE_MASK) * ID_AREA_BYTES;
+    resetIds(bytes, area, 0);
+    ids.forEach((id, i) => insertId(bytes, area, i, id, idEntryBytes(id)));
+    (this.pages[slot >> PAGE_BITS] as Float64Array)[(slot & PAGE_MASK) * ROW + 2] = ROW_ID_BYTES;
+    return true;
   }
 
   private extraOf(slot: number): RowExtra | undefined {
@@ -560,6 +617,7 @@ class RowWindows implements WindowView {
     this.page = page;
     this.base = base;
     this.slotIds = mode === ROW_IDS ? (this.extraOf(slot) as Array<string | number | null>) : null;
+    this.pointIdBytes(mode === ROW_ID_BYTES ? (this.idPages[slot >> PAGE_BITS] as Uint8Array) : null);
     return this;
   }
 
@@ -603,6 +661,7 @@ class RowWindows implements WindowView {
       return { ts: [...w.ts], ids: w.ids === null ? null : [...w.ids] };
     }
     const ts = Array.from(page.subarray(base + ROW_HEAD, base + ROW_HEAD + (page[base] as number)));
+    if (mode === ROW_ID_BYTES) return { ts, ids: this.idsOf(slot, ts.length) };
     return { ts, ids: mode === ROW_IDS ? [...(this.extraOf(slot) as Array<string | number | null>)] : null };
   }
 
@@ -619,8 +678,10 @@ class RowWindows implements WindowView {
     }
     page.set(w.ts, base + ROW_HEAD);
     page[base] = w.ts.length;
-    if (w.ids !== null) this.setExtra(slot, w.ids);
-    page[base + 2] = w.ids === null ? ROW_PLAIN : ROW_IDS;
+    page[base + 2] = ROW_PLAIN;
+    if (w.ids === null || this.writeIdBytes(slot, w.ids)) return;
+    this.setExtra(slot, w.ids);
+    page[base + 2] = ROW_IDS;
   }
 
   /** Empties a slot's window (its key is freed). */
@@ -636,6 +697,7 @@ class RowWindows implements WindowView {
   bytes(): number {
     let bytes = 0;
     for (const page of this.pages) bytes += page.byteLength;
+    for (const ids of this.idPages) bytes += ids?.byteLength ?? 0;
     for (const list of this.extras) {
       if (list === undefined) continue;
       bytes += 8 * list.length;
@@ -666,14 +728,21 @@ class RowWindows implements WindowView {
     w.str("ts");
     w.numbers(page, base + ROW_HEAD, base + ROW_HEAD + n);
     w.str("ids");
-    w.array(n);
-    for (let i = 0; i < n; i++) {
-      const id = ids === null ? null : (ids[i] ?? null);
-      if (id === null) w.nil();
-      else if (typeof id === "number") w.number(id);
-      else if (!w.str(id)) {
+    if (mode === ROW_ID_BYTES) {
+      if (!writeIds(this.idPages[slot >> PAGE_BITS] as Uint8Array, (slot & PAGE_MASK) * ID_AREA_BYTES, n, w)) {
         w.abandon();
         return undefined;
+      }
+    } else {
+      w.array(n);
+      for (let i = 0; i < n; i++) {
+        const id = ids === null ? null : (ids[i] ?? null);
+        if (id === null) w.nil();
+        else if (typeof id === "number") w.number(id);
+        else if (!w.str(id)) {
+          w.abandon();
+          return undefined;
+        }
       }
     }
     w.str("pendingTs");
@@ -698,7 +767,22 @@ class RowWindows implements WindowView {
     return this.page[this.base + ROW_HEAD + i] as number;
   }
   idAt(i: number): string | number | null {
-    return this.slotIds === null ? null : (this.slotIds[i] ?? null);
+    if (this.slotIds !== null) return this.slotIds[i] ?? null;
+    const bytes = this.idBytes;
+    if (bytes === null) return null;
+    if (i < this.idCursor) this.pointIdBytes(bytes);
+    const off = idOffset(bytes, this.idArea, i, this.idCursor, this.idCursorOffset);
+    this.idCursor = i;
+    this.idCursorOffset = off;
+    return readId(bytes, this.idArea, off);
+  }
+
+  /** Points the id view at the chosen slot's area in `bytes` (null: not ROW_ID_BYTES), its cursor at the first entry. */
+  private pointIdBytes(bytes: Uint8Array | null): void {
+    this.idBytes = bytes;
+    this.idArea = (this.slot & PAGE_MASK) * ID_AREA_BYTES;
+    this.idCursor = 0;
+    this.idCursorOffset = FIRST_ID;
   }
   evictUpTo(horizon: number): void {
     const rows = this.page;
@@ -710,6 +794,10 @@ class RowWindows implements WindowView {
     rows.copyWithin(start, start + first, start + n);
     rows[this.base] = n - first;
     if (this.slotIds !== null) dropFirst(this.slotIds, first);
+    else if (this.idBytes !== null) {
+      dropIds(this.idBytes, this.idArea, first);
+      this.pointIdBytes(this.idBytes);
+    }
   }
   push(ts: number, id: string | number | null): void {
     this.insertAt(this.page[this.base] as number, ts, id);
@@ -731,8 +819,24 @@ class RowWindows implements WindowView {
     rows[start + at] = ts;
     rows[this.base] = n + 1;
     if (this.slotIds === null) {
-      if (id === null) return;
-      this.slotIds = new Array<string | number | null>(n).fill(null);
+      const size = idEntryBytes(id);
+      if (this.idBytes !== null) {
+        this.pointIdBytes(this.idBytes);
+        if (size >= 0 && insertId(this.idBytes, this.idArea, at, id, size)) return;
+        this.slotIds = readIds(this.idBytes, this.idArea, n); // no room, or an id with no byte form: an array from now on
+        this.pointIdBytes(null);
+      } else {
+        if (id === null) return;
+        if (size >= 0 && FIRST_ID + n + size <= ID_AREA_BYTES) {
+          const bytes = this.idPageOf(this.slot);
+          this.pointIdBytes(bytes);
+          resetIds(bytes, this.idArea, n);
+          insertId(bytes, this.idArea, at, id, size);
+          rows[this.base + 2] = ROW_ID_BYTES;
+          return;
+        }
+        this.slotIds = new Array<string | number | null>(n).fill(null);
+      }
       this.setExtra(this.slot, this.slotIds);
       rows[this.base + 2] = ROW_IDS;
     }

@@ -1,0 +1,132 @@
+// The ids of a velocity row's window as bytes beside the row (RowWindows' ROW_ID_BYTES mode), not
+// as a JS array of strings: at 20 k records/s a 1-minute window keeps a million id strings alive,
+// most of the objects the collector marks and moves (60 % of the runner's heap objects), each
+// promoted once and rewritten into an old array, for a value read only when an alert cites it.
+//
+// A row's area: a uint16 (where its entries end), then one entry per window entry, in window order:
+//   0-239  an id string of that many code units, all below 128 (one byte each)
+//   NULL   no id
+//   NUMBER a number id, 8 bytes (float64, in the platform's byte order: the area is never
+//          written out as it is) after the tag
+// Ids that fit none of these (longer, or with other characters), or an area that would overflow,
+// keep the array (ROW_IDS): this is a compact form for the usual ids, not the only one.
+
+import type { ValueWriter } from "../../core/snapshot-codec";
+
+/** Bytes of one row's area: 13 ids of 18 characters, or 6 UUIDs, fit. */
+export const ID_AREA_BYTES = 256;
+const USED = 2;
+const MAX_CHARS = 239;
+const NULL = 254;
+const NUMBER = 255;
+
+const scratch = new Float64Array(1);
+const scratchBytes = new Uint8Array(scratch.buffer);
+
+/** Bytes `id` takes as an entry, or -1 when it cannot be one. */
+export function idEntryBytes(id: string | number | null): number {
+  if (id === null) return 1;
+  if (typeof id === "number") return 9;
+  if (id.length > MAX_CHARS) return -1;
+  for (let i = 0; i < id.length; i++) if (id.charCodeAt(i) >= 128) return -1;
+  return 1 + id.length;
+}
+
+/** Where the entries of the area at `area` end (from the area's start: its count included). */
+export function idsUsed(bytes: Uint8Array, area: number): number {
+  return (bytes[area] as number) | ((bytes[area + 1] as number) << 8);
+}
+
+/** Empties the area at `area`, then writes `n` null entries (a window whose entries had no ids). */
+export function resetIds(bytes: Uint8Array, area: number, n: number): void {
+  bytes.fill(NULL, area + USED, area + USED + n);
+  setUsed(bytes, area, USED + n);
+}
+
+function setUsed(bytes: Uint8Array, area: number, used: number): void {
+  bytes[area] = used & 0xff;
+  bytes[area + 1] = used >>> 8;
+}
+
+/** Offset (from the area) of entry `i`, walking from entry `from` at offset `fromOffset`. */
+export function idOffset(bytes: Uint8Array, area: number, i: number, from = 0, fromOffset = USED): number {
+  let off = fromOffset;
+  for (let k = from; k < i; k++) off += entrySize(bytes[area + off] as number);
+  return off;
+}
+
+function entrySize(tag: number): number {
+  return tag === NULL ? 1 : tag === NUMBER ? 9 : 1 + tag;
+}
+
+/** The id of the entry at offset `off` of the area. */
+export function readId(bytes: Uint8Array, area: number, off: number): string | number | null {
+  const at = area + off;
+  const tag = bytes[at] as number;
+  if (tag === NULL) return null;
+  if (tag === NUMBER) {
+    scratchBytes.set(bytes.subarray(at + 1, at + 9));
+    return scratch[0] as number;
+  }
+  // Short ASCII: fromCharCode over the bytes (no decoder object per id).
+  return String.fromCharCode.apply(null, bytes.subarray(at + 1, at + 1 + tag) as unknown as number[]);
+}
+
+/**
+ * Inserts `id` as entry `i` (the later entries move up); `size` is idEntryBytes(id). False, with
+ * nothing written, when the area has no room.
+ */
+export function insertId(bytes: Uint8Array, area: number, i: number, id: string | number | null, size: number): boolean {
+  const used = idsUsed(bytes, area);
+  if (used + size > ID_AREA_BYTES) return false;
+  const off = idOffset(bytes, area, i);
+  const at = area + off;
+  if (off < used) bytes.copyWithin(at + size, at, area + used);
+  if (id === null) bytes[at] = NULL;
+  else if (typeof id === "number") {
+    bytes[at] = NUMBER;
+    scratch[0] = id;
+    bytes.set(scratchBytes, at + 1);
+  } else {
+    bytes[at] = id.length;
+    for (let k = 0; k < id.length; k++) bytes[at + 1 + k] = id.charCodeAt(k);
+  }
+  setUsed(bytes, area, used + size);
+  return true;
+}
+
+/** Drops the first `n` entries (the later ones move down). */
+export function dropIds(bytes: Uint8Array, area: number, n: number): void {
+  const used = idsUsed(bytes, area);
+  const off = idOffset(bytes, area, n);
+  bytes.copyWithin(area + USED, area + off, area + used);
+  setUsed(bytes, area, used - (off - USED));
+}
+
+/** The first `n` ids of the area, as an array. */
+export function readIds(bytes: Uint8Array, area: number, n: number): Array<string | number | null> {
+  const ids = new Array<string | number | null>(n);
+  for (let i = 0, off = USED; i < n; i++) {
+    ids[i] = readId(bytes, area, off);
+    off += entrySize(bytes[area + off] as number);
+  }
+  return ids;
+}
+
+/** Writes the first `n` ids as a MessagePack array into `w`; false when one is a string ValueWriter does not write (the value is then to be abandoned). */
+export function writeIds(bytes: Uint8Array, area: number, n: number, w: ValueWriter): boolean {
+  w.array(n);
+  for (let i = 0, off = area + USED; i < n; i++) {
+    const tag = bytes[off] as number;
+    if (tag === NULL) w.nil();
+    else if (tag === NUMBER) {
+      scratchBytes.set(bytes.subarray(off + 1, off + 9));
+      w.number(scratch[0] as number);
+    } else if (!w.asciiBytes(bytes, off + 1, tag)) return false;
+    off += entrySize(tag);
+  }
+  return true;
+}
+
+/** Offset of the first entry (for callers that walk the entries with idOffset). */
+export const FIRST_ID = USED;
