@@ -28,7 +28,7 @@ describe("row ids (a velocity row's ids as bytes)", () => {
               continue;
             }
             const fits = used + size <= ID_AREA_BYTES;
-            expect(insertId(bytes, area, at, op.insert, size)).toBe(fits);
+            expect(insertId(bytes, area, at, model.length, op.insert, size)).toBe(fits);
             if (fits) {
               model.splice(at, 0, op.insert);
               used += size;
@@ -52,7 +52,7 @@ describe("row ids (a velocity row's ids as bytes)", () => {
         const bytes = new Uint8Array(ID_AREA_BYTES);
         resetIds(bytes, 0, 0);
         const kept = ids.filter((id) => idEntryBytes(id) >= 0).slice(0, 4);
-        kept.forEach((id, i) => expect(insertId(bytes, 0, i, id, idEntryBytes(id))).toBe(true));
+        kept.forEach((id, i) => expect(insertId(bytes, 0, i, i, id, idEntryBytes(id))).toBe(true));
         const w = new ValueWriter();
         w.begin(1024);
         const writable = kept.every((id) => typeof id !== "string" || id.length < 32);

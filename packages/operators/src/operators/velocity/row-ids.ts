@@ -68,18 +68,67 @@ export function readId(bytes: Uint8Array, area: number, off: number): string | n
     scratchBytes.set(bytes.subarray(at + 1, at + 9));
     return scratch[0] as number;
   }
-  // Short ASCII: fromCharCode over the bytes (no decoder object per id).
-  return String.fromCharCode.apply(null, bytes.subarray(at + 1, at + 1 + tag) as unknown as number[]);
+  return asciiString(bytes, at + 1, tag);
+}
+
+// Typed to take the bytes as read: every index asciiString reads is within the entry.
+const fromCharCode = String.fromCharCode as (...codes: Array<number | undefined>) => string;
+
+/**
+ * The string of the `n` one-byte code units at b[i]: fromCharCode with the bytes as arguments, 16
+ * at a time. An alert decodes every id its evidence cites, and apply() over a subarray (an array
+ * made for each id) took 100 ns an id against 18 ns so (node 20, 12-character ids).
+ */
+function asciiString(b: Uint8Array, i: number, n: number): string {
+  switch (n) {
+    case 0:
+      return "";
+    case 1:
+      return fromCharCode(b[i]);
+    case 2:
+      return fromCharCode(b[i], b[i + 1]);
+    case 3:
+      return fromCharCode(b[i], b[i + 1], b[i + 2]);
+    case 4:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3]);
+    case 5:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4]);
+    case 6:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5]);
+    case 7:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6]);
+    case 8:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]);
+    case 9:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8]);
+    case 10:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9]);
+    case 11:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9], b[i + 10]);
+    case 12:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9], b[i + 10], b[i + 11]);
+    case 13:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9], b[i + 10], b[i + 11], b[i + 12]);
+    case 14:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9], b[i + 10], b[i + 11], b[i + 12], b[i + 13]);
+    case 15:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9], b[i + 10], b[i + 11], b[i + 12], b[i + 13], b[i + 14]);
+    case 16:
+      return fromCharCode(b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7], b[i + 8], b[i + 9], b[i + 10], b[i + 11], b[i + 12], b[i + 13], b[i + 14], b[i + 15]);
+    default:
+      return asciiString(b, i, 16) + asciiString(b, i + 16, n - 16);
+  }
 }
 
 /**
- * Inserts `id` as entry `i` (the later entries move up); `size` is idEntryBytes(id). False, with
- * nothing written, when the area has no room.
+ * Inserts `id` as entry `i` of the `count` (the later entries move up); `size` is idEntryBytes(id).
+ * False, with nothing written, when the area has no room.
  */
-export function insertId(bytes: Uint8Array, area: number, i: number, id: string | number | null, size: number): boolean {
+export function insertId(bytes: Uint8Array, area: number, i: number, count: number, id: string | number | null, size: number): boolean {
   const used = idsUsed(bytes, area);
   if (used + size > ID_AREA_BYTES) return false;
-  const off = idOffset(bytes, area, i);
+  // Records mostly come in order: appending needs no walk over the entries.
+  const off = i === count ? used : idOffset(bytes, area, i);
   const at = area + off;
   if (off < used) bytes.copyWithin(at + size, at, area + used);
   if (id === null) bytes[at] = NULL;

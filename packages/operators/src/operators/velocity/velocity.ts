@@ -589,7 +589,7 @@ class RowWindows implements WindowView {
     const bytes = this.idPageOf(slot);
     const area = (slot & PAGE_MASK) * ID_AREA_BYTES;
     resetIds(bytes, area, 0);
-    ids.forEach((id, i) => insertId(bytes, area, i, id, idEntryBytes(id)));
+    ids.forEach((id, i) => insertId(bytes, area, i, i, id, idEntryBytes(id)));
     (this.pages[slot >> PAGE_BITS] as Float64Array)[(slot & PAGE_MASK) * ROW + 2] = ROW_ID_BYTES;
     return true;
   }
@@ -822,7 +822,7 @@ class RowWindows implements WindowView {
       const size = idEntryBytes(id);
       if (this.idBytes !== null) {
         this.pointIdBytes(this.idBytes);
-        if (size >= 0 && insertId(this.idBytes, this.idArea, at, id, size)) return;
+        if (size >= 0 && insertId(this.idBytes, this.idArea, at, n, id, size)) return;
         this.slotIds = readIds(this.idBytes, this.idArea, n); // no room, or an id with no byte form: an array from now on
         this.pointIdBytes(null);
       } else {
@@ -831,7 +831,7 @@ class RowWindows implements WindowView {
           const bytes = this.idPageOf(this.slot);
           this.pointIdBytes(bytes);
           resetIds(bytes, this.idArea, n);
-          insertId(bytes, this.idArea, at, id, size);
+          insertId(bytes, this.idArea, at, n, id, size);
           rows[this.base + 2] = ROW_ID_BYTES;
           return;
         }
