@@ -27,7 +27,7 @@ import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } f
 import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
 import { ReleaseOrder } from "./release-order";
-import { dropIds, FIRST_ID, ID_AREA_BYTES, idEntryBytes, idOffset, idsUsed, insertId, readId, readIds, resetIds, writeIds } from "./row-ids";
+import { dropIds, FIRST_ID, ID_AREA_BYTES, idEntryBytes, idOffset, insertId, readId, readIds, resetIds, writeIds } from "./row-ids";
 
 export const velocityParams = z.strictObject({
   threshold: z
@@ -502,9 +502,10 @@ function emptyPage(slots: number): Float64Array {
 /**
  * The heap storage's windows, one row of doubles per key slot: counting a key reads one row (no
  * per-key object, array or array header to chase, nothing for the collector to mark), and the
- * row's mode says whether anything else is to be read. Ids, when records have them, are a per-slot
- * array parallel to the row; a key with more than ROW_TS records in its window moves, until it is
- * freed, to an ArrayWindow. The view methods act on the slot chosen by `at`.
+ * row's mode says whether anything else is to be read. Ids, when records have them, are bytes in
+ * the row's id area (./row-ids.ts), or a per-slot array parallel to the row for ids the area cannot
+ * hold; a key with more than ROW_TS records in its window moves, until it is freed, to an
+ * ArrayWindow. The view methods act on the slot chosen by `at`.
  *
  * Rows live in pages of PAGE_SLOTS rather than one array grown by doubling: a million keys' rows
  * are 128 MB, and each doubling copied them and held the old and the new array at once (384 MB at
