@@ -276,17 +276,18 @@ describe.each(["ordered", "eager"] as const)("velocity (%s): heap storage and ha
 
   // Busy keys: more records in a window than a heap row holds (it spills to arrays), records with a
   // string, a numeric or no id (the row keeps ids only once one comes), mixed within a key; long ids
-  // (a row's id area overflows after a few: the row's ids move to an array) and non-ASCII ones (no
-  // byte form: an array at once). The lengths are explicit: fast-check's default size would stop
-  // arrays at about ten records.
-  const idOfKind = (kind: string, i: number): string | number => (kind === "number" ? i : kind === "long" ? `${"L".repeat(120)}${i}` : kind === "wide" ? `é${i}` : `e${i}`);
+  // (a row's id area overflows after a few: the row's ids move to an array), non-ASCII ones (no
+  // byte form: an array at once), and UUIDs (lower case: their 16 bytes; mixed case: as text). The
+  // lengths are explicit: fast-check's default size would stop arrays at about ten records.
+  const idOfKind = (kind: string, i: number): string | number =>
+    kind === "number" ? i : kind === "long" ? `${"L".repeat(120)}${i}` : kind === "wide" ? `é${i}` : kind === "uuid" ? `${i % 2 === 0 ? "a" : "A"}bcdef01-2345-4678-9abc-${String(i).padStart(12, "0")}` : `e${i}`;
   const busyArb = fc
     .array(
       fc.record({
         key: fc.constantFrom("a", "b"),
         ts: fc.integer({ min: 0, max: 60 }),
         amount: fc.integer({ min: 1, max: 3 }),
-        idKind: fc.constantFrom("string", "number", "none", "string", "number", "none", "long", "long", "wide"),
+        idKind: fc.constantFrom("string", "number", "none", "string", "number", "none", "long", "long", "wide", "uuid", "uuid"),
       }),
       { minLength: 20, maxLength: 90 },
     )
@@ -446,6 +447,7 @@ describe("velocity (eager): heap checkpoints", () => {
     fc.string({ maxLength: 31 }),
     fc.string({ minLength: 32, maxLength: 40 }),
     fc.constantFrom("tx-é", "☃", "a\u0080"),
+    fc.uuid(),
   );
   const packedArb = fc
     .array(fc.record({ key: fc.constantFrom("a", "b", "c"), ts: fc.integer({ min: 0, max: 60 }), id: idArb }), { minLength: 1, maxLength: 60 })
