@@ -83,7 +83,7 @@ function uuidString(b: Uint8Array, at: number, tag: number): string {
 }
 
 /** Where the entries of the area at `area` end (from the area's start: its count included). */
-export function idsUsed(bytes: Uint8Array, area: number): number {
+function idsUsed(bytes: Uint8Array, area: number): number {
   return (bytes[area] as number) | ((bytes[area + 1] as number) << 8);
 }
 
@@ -209,6 +209,17 @@ export function dropIds(bytes: Uint8Array, area: number, n: number): void {
   const off = idOffset(bytes, area, n);
   bytes.copyWithin(area + USED, area + off, area + used);
   setUsed(bytes, area, used - (off - USED));
+}
+
+/** Writes `ids` as the area's entries; false when one has no byte form or they do not fit (the area is then to be left unused). */
+export function fillIds(bytes: Uint8Array, area: number, ids: ReadonlyArray<string | number | null>): boolean {
+  resetIds(bytes, area, 0);
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i] as string | number | null;
+    const size = idEntryBytes(id);
+    if (size < 0 || !insertId(bytes, area, i, i, id, size)) return false;
+  }
+  return true;
 }
 
 /** The first `n` ids of the area, as an array. */

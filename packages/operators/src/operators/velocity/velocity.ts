@@ -27,7 +27,7 @@ import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } f
 import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
 import { ReleaseOrder } from "./release-order";
-import { dropIds, FIRST_ID, ID_AREA_BYTES, idEntryBytes, idOffset, insertId, readId, readIds, resetIds, writeIds } from "./row-ids";
+import { dropIds, fillIds, FIRST_ID, ID_AREA_BYTES, idEntryBytes, idOffset, insertId, readId, readIds, resetIds, writeIds } from "./row-ids";
 
 export const velocityParams = z.strictObject({
   threshold: z
@@ -580,17 +580,7 @@ class RowWindows implements WindowView {
    * unchanged, when one of them has no byte form or they do not fit.
    */
   private writeIdBytes(slot: number, ids: ReadonlyArray<string | number | null>): boolean {
-    let size = FIRST_ID;
-    for (const id of ids) {
-      const s = idEntryBytes(id);
-      if (s < 0) return false;
-      size += s;
-    }
-    if (size > ID_AREA_BYTES) return false;
-    const bytes = this.idPageOf(slot);
-    const area = (slot & PAGE_MASK) * ID_AREA_BYTES;
-    resetIds(bytes, area, 0);
-    ids.forEach((id, i) => insertId(bytes, area, i, i, id, idEntryBytes(id)));
+    if (!fillIds(this.idPageOf(slot), (slot & PAGE_MASK) * ID_AREA_BYTES, ids)) return false;
     (this.pages[slot >> PAGE_BITS] as Float64Array)[(slot & PAGE_MASK) * ROW + 2] = ROW_ID_BYTES;
     return true;
   }
@@ -828,13 +818,15 @@ class RowWindows implements WindowView {
         this.pointIdBytes(null);
       } else {
         if (id === null) return;
-        if (size >= 0 && FIRST_ID + n + size <= ID_AREA_BYTES) {
+        if (size >= 0) {
           const bytes = this.idPageOf(this.slot);
           this.pointIdBytes(bytes);
-          resetIds(bytes, this.idArea, n);
-          insertId(bytes, this.idArea, at, n, id, size);
-          rows[this.base + 2] = ROW_ID_BYTES;
-          return;
+          resetIds(bytes, this.idArea, n); // the entries so far had no ids
+          if (insertId(bytes, this.idArea, at, n, id, size)) {
+            rows[this.base + 2] = ROW_ID_BYTES;
+            return;
+          }
+          this.pointIdBytes(null);
         }
         this.slotIds = new Array<string | number | null>(n).fill(null);
       }
