@@ -158,11 +158,29 @@ function timed(cmd: string, args: string[], cwd: string): Promise<{ stdout: stri
   });
 }
 
+/**
+ * The records in a run's output topic, which is then deleted: every run writes a topic of its own,
+ * and kept (retention is by size per partition, never by time: see scripts/services/start.sh) they
+ * filled the machine's disk, 72 GB over a few hundred runs, until the broker died mid-bench.
+ */
 async function outputCount(topic: string): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    return (await topicSize(admin, topic)) ?? 0;
+    const n = (await topicSize(admin, topic)) ?? 0;
+    await admin.deleteTopics({ topics: [topic] });
+    return n;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Deletes a latency run's own topics (see outputCount). */
+async function dropTopics(topics: string[]): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics });
   } finally {
     await admin.disconnect();
   }
@@ -334,6 +352,7 @@ async function runLatency(guarantee: string, parallelism: number, run: number): 
   // KEYFLOW_BENCH_ARRIVALS=FILE keeps each measured alert's send and arrival times (ms since the epoch, one pair a line), to set the slow ones beside the runner's log.
   if (process.env.KEYFLOW_BENCH_ARRIVALS) writeFileSync(process.env.KEYFLOW_BENCH_ARRIVALS, arrivals.map(([s, a]) => `${s} ${a}`).join("\n"));
   rmSync(dir, { recursive: true, force: true });
+  await dropTopics([input, out]);
   if (latencies.length === 0) throw new Error(`no alerts measured:\n${runnerLog.slice(-3000)}`);
   // With KEYFLOW_LOG_LEVEL=debug the runner says where each checkpoint's time went: medians of its phases.
   const phases = new Map<string, number[]>();
