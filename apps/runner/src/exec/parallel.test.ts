@@ -12,8 +12,8 @@ import type { PipelineDocument } from "@keyflow/operators";
 import { eventually, runCli, startCli } from "../../test/run-cli";
 import { readEnv } from "../env";
 import { createConnectors } from "../io/connectors";
-import type { RecordSink, RecordSource } from "../io/types";
-import { DirectoryCheckpointStore, TransientCheckpointStore } from "../job/checkpoints";
+import type { DeadLetterSink, RecordSink, RecordSource } from "../io/types";
+import { DirectoryCheckpointStore, TransientCheckpointStore, type CheckpointStore } from "../job/checkpoints";
 import { systemClock } from "../job/clock";
 import { JobDriver, type Connectors } from "../job/driver";
 import { createLogger } from "../log";
@@ -43,22 +43,23 @@ function outputs(dir: string): Record<string, string[]> {
 interface Wrap {
   source?: (s: RecordSource) => RecordSource;
   sink?: (s: RecordSink) => RecordSink;
+  deadLetters?: (d: DeadLetterSink) => DeadLetterSink;
 }
 
-function driverFor(dir: string, doc: PipelineDocument, o: { checkpointDir?: string; checkpointIntervalMs?: number; exchange?: ExchangeOptions; wrap?: Wrap } = {}): JobDriver {
+function driverFor(dir: string, doc: PipelineDocument, o: { checkpointDir?: string; checkpoints?: CheckpointStore; checkpointIntervalMs?: number; exchange?: ExchangeOptions; wrap?: Wrap } = {}): JobDriver {
   const log = createLogger("warn");
   const inner = createConnectors({ doc, jobId: doc.name, baseDir: dir, env: readEnv(), clock: systemClock, log });
   const connectors: Connectors = {
     source: (n) => (o.wrap?.source ? o.wrap.source(inner.source(n)) : inner.source(n)),
     sink: (n) => (o.wrap?.sink ? o.wrap.sink(inner.sink(n)) : inner.sink(n)),
-    deadLetters: () => inner.deadLetters(),
+    deadLetters: () => (o.wrap?.deadLetters ? o.wrap.deadLetters(inner.deadLetters()) : inner.deadLetters()),
     close: () => inner.close(),
   };
   return new JobDriver({
     jobId: doc.name,
     doc,
     connectors,
-    checkpoints: o.checkpointDir ? new DirectoryCheckpointStore(o.checkpointDir, 3) : new TransientCheckpointStore(),
+    checkpoints: o.checkpoints ?? (o.checkpointDir ? new DirectoryCheckpointStore(o.checkpointDir, 3) : new TransientCheckpointStore()),
     clock: systemClock,
     log,
     ...(o.checkpointIntervalMs !== undefined ? { checkpointIntervalMs: o.checkpointIntervalMs } : {}),
@@ -81,7 +82,102 @@ function holdAfter(batches: number, held: { count: number }) {
     });
 }
 
+/**
+ * Outputs whose phase 2 is a no-op, as at-least-once Kafka's (writesBeforeCommit): what the file
+ * sinks and dead letters of benchPipeline write is counted instead, per output.
+ */
+function atLeastOnceOutputs(counts: Map<string, number>): Wrap {
+  const writer = <T>(name: string) => ({
+    target: `memory:${name}`,
+    writesBeforeCommit: true,
+    open: async () => {},
+    write: async (records: readonly T[]) => void counts.set(name, (counts.get(name) ?? 0) + records.length),
+    prepareCommit: async () => null,
+    commit: async () => {},
+    close: async () => {},
+  });
+  return {
+    sink: (s) => ({ ...writer(s.nodeId), nodeId: s.nodeId }),
+    deadLetters: () => writer("dead letters"),
+  };
+}
+
+/** A checkpoint folder whose write of checkpoint `holdAt` waits for release(), and whose write of `failAt` fails. */
+class HeldCheckpoints extends DirectoryCheckpointStore {
+  holding: (() => void) | undefined;
+  held = false;
+  /** Called as the hold begins. */
+  onHold: () => void = () => {};
+  constructor(
+    dir: string,
+    private readonly holdAt: number,
+    private readonly failAt?: number,
+  ) {
+    super(dir, 100);
+  }
+  override async write(...args: Parameters<DirectoryCheckpointStore["write"]>): Promise<void> {
+    const id = args[0].id;
+    if (id === this.holdAt) {
+      await new Promise<void>((resolve) => {
+        this.holding = resolve;
+        this.held = true;
+        this.onHold();
+      });
+    }
+    if (id === this.failAt) throw new Error(`no space left on device (test), checkpoint ${id}`);
+    return super.write(...args);
+  }
+}
+
 describe("parallel jobs (settings.parallelism > 1)", () => {
+  it("at least once: the sink task takes the next records while a checkpoint's folder is written, one checkpoint at a time", async () => {
+    const dir = dataDir(100_000);
+    const doc = benchPipeline(2);
+    const reference = new Map<string, number>();
+    expect((await driverFor(dir, doc, { wrap: atLeastOnceOutputs(reference) }).run()).status).toBe("finished");
+
+    const counts = new Map<string, number>();
+    const total = () => [...counts.values()].reduce((a, b) => a + b, 0);
+    const ckpt = mkdtempSync(path.join(tmpdir(), "keyflow-par-ckpt-"));
+    const store = new HeldCheckpoints(ckpt, 2);
+    // Counted as the hold begins (the test's polling could see it only after the records between
+    // barriers 2 and 3 were written, and barrier 3 waits for checkpoint 2).
+    let atHold = 0;
+    store.onHold = () => (atHold = total());
+    const run = driverFor(dir, doc, { checkpoints: store, checkpointIntervalMs: 50, wrap: atLeastOnceOutputs(counts) }).run();
+    try {
+      await eventually(() => store.held, "checkpoint 2's write to start", 20_000);
+      // Before, the sink task waited for the folder: not one record more until it was written.
+      await eventually(() => total() > atHold, "records written while checkpoint 2's folder waits", 20_000);
+      // No checkpoint folder after the held one is written before it (one at a time).
+      expect(readdirSync(ckpt).filter((n) => /^chk-\d+$/.test(n))).toEqual(["chk-0000000001"]);
+    } finally {
+      store.holding?.(); // a failure above must not leave the job waiting for ever
+    }
+    expect((await run).status).toBe("finished");
+    expect(counts).toEqual(reference);
+    const kept = readdirSync(ckpt).filter((n) => /^chk-\d+$/.test(n));
+    expect(kept.length).toBeGreaterThan(2);
+    for (const c of kept) expect(readdirSync(path.join(ckpt, c)), c).toContain("_committed");
+  });
+
+  it("at least once: a checkpoint folder that fails to be written beside the next records fails the job, naming the cause", async () => {
+    const dir = dataDir(60_000);
+    const ckpt = mkdtempSync(path.join(tmpdir(), "keyflow-par-ckpt-"));
+    const store = new HeldCheckpoints(ckpt, 2, 2);
+    const driver = driverFor(dir, benchPipeline(2), { checkpoints: store, checkpointIntervalMs: 50, wrap: atLeastOnceOutputs(new Map()) });
+    const run = driver.run();
+    run.catch(() => {}); // awaited below, after the hold
+    try {
+      await eventually(() => store.held, "checkpoint 2's write to start", 20_000);
+    } finally {
+      store.holding?.();
+    }
+    await expect(run).rejects.toThrow(/no space left on device \(test\), checkpoint 2/);
+    expect(driver.status).toBe("failed");
+    expect(readdirSync(ckpt).filter((n) => /^chk-\d+$/.test(n))).toEqual(["chk-0000000001"]);
+  });
+
   it("parallelism 2 writes the output of parallelism 1: keyBy -> velocity and tumbling window, dead letters", async () => {
     const dir1 = dataDir(30_000);
     const dir2 = mkdtempSync(path.join(tmpdir(), "keyflow-par-"));

@@ -89,6 +89,8 @@ export interface ParallelCheckpoint {
   t0: number;
   tasks: TaskCheckpointState[];
   positions: Record<string, JsonValue>;
+  /** The job's last checkpoint (end of input or stop): its commit is not left running behind the job. */
+  final: boolean;
 }
 
 /** What the sink task hands the driver: the engines' emissions, and sink records a keyed subtask serialized (wire.ts, SINK_JSON). */
@@ -103,8 +105,14 @@ export interface ParallelContext {
   restored: StoredCheckpoint | undefined;
   /** Writes sink records and dead letters (the driver's routing to its sinks). */
   write(emissions: TaskEmission[]): Promise<void>;
-  /** Runs the driver's two-phase commit for a checkpoint every task acknowledged. */
+  /**
+   * Runs the driver's two-phase commit for a checkpoint every task acknowledged. It may resolve once
+   * the sinks have prepared, the rest going on beside the next records (at-least-once outputs: see
+   * JobDriver.commitCheckpoint); `settle` then waits for that rest.
+   */
   complete(c: ParallelCheckpoint): Promise<void>;
+  /** Waits for the last checkpoint's second half, if still going on; rethrows its failure. */
+  settle?(): Promise<void>;
   /** Told of each aborted checkpoint (the driver records it). Must not throw. */
   aborted?(f: FailedCheckpoint): void;
   nextCheckpointId(): number;
@@ -125,6 +133,7 @@ interface PendingCheckpoint {
   t0: number;
   head: Uint8Array;
   positions: Record<string, JsonValue>;
+  final: boolean;
   acks: Map<number, { state: Uint8Array; alignmentMs: number; disk?: DiskChain | undefined }>;
   sinkAligned: boolean;
   allAcked: () => void;
@@ -200,6 +209,11 @@ export class ParallelExecution {
     this.sinkGate = new InputGate<Payload>(this.n + 1);
     this.failed = new Promise<never>((_, reject) => (this.failure = reject));
     this.failed.catch(() => {});
+  }
+
+  /** Fails the run from outside its tasks (a checkpoint's second half that failed beside them). */
+  fail(err: unknown): void {
+    this.failure?.(err);
   }
 
   // ---- set-up ---------------------------------------------------------------------------------
@@ -335,6 +349,9 @@ export class ParallelExecution {
     if (this.ctx.restored) for (const [id, pos] of Object.entries(this.ctx.restored.meta.sources)) this.positions.set(id, pos);
     this.startWorkers(parts);
     const sinkDone = this.sinkTask();
+    // A sink task that fails (a checkpoint's commit that failed) fails the run now: the source task
+    // would otherwise go on without checkpoints until its input ends.
+    sinkDone.catch((err: unknown) => this.failure?.(err));
     try {
       const ended = await Promise.race([this.sourceTask(), this.failed]);
       await Promise.race([Promise.all([sinkDone, ...this.workerFinished]), this.failed]);
@@ -562,6 +579,7 @@ export class ParallelExecution {
   /** Snapshots the source task and sends barrier `id` down every channel; `timeoutMs` undefined: the final checkpoint (no timeout). */
   private async injectBarrier(timeoutMs: number | undefined): Promise<void> {
     const { clock } = this.ctx;
+    await this.ctx.settle?.(); // one checkpoint at a time, its asynchronous part included
     await this.flushSourceTask();
     const id = this.ctx.nextCheckpointId();
     const t0 = performance.now();
@@ -576,6 +594,7 @@ export class ParallelExecution {
       t0,
       head,
       positions: Object.fromEntries(this.positions),
+      final: timeoutMs === undefined,
       acks: new Map(),
       sinkAligned: false,
       allAcked,
@@ -622,7 +641,7 @@ export class ParallelExecution {
       tasks.push({ task: "keyed", subtask: i, keyGroups: [r.start, r.end], state: a.state, alignmentMs: Math.round(a.alignmentMs * 10) / 10, ...(a.disk ? { disk: a.disk } : {}) });
     }
     tasks.push({ task: "sink", subtask: 0, alignmentMs: Math.round(alignmentMs * 10) / 10 });
-    await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions });
+    await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions, final: p.final });
     this.pending = undefined;
     const { clock, doc } = this.ctx;
     this.nextCheckpointAt = Math.max(p.startedAt + this.ctx.checkpointIntervalMs, clock.now() + doc.settings.minPauseBetweenCheckpointsMs);

@@ -365,6 +365,7 @@ export class JobDriver {
           restored,
           write: (emissions) => this.route(emissions),
           complete: (c) => this.completeParallelCheckpoint(c, plan),
+          settle: () => this.settleCheckpoint(),
           aborted: (f) => this.checkpointFailed(f),
           nextCheckpointId: () => this.nextCheckpointId++,
           checkpointIntervalMs: this.opts.checkpointIntervalMs ?? doc.settings.checkpointIntervalMs,
@@ -377,6 +378,7 @@ export class JobDriver {
             : {}),
         });
         const ended = await this.parallel.run();
+        await this.settleCheckpoint(); // the final checkpoint's folder and marker, and their failure
         this.lastMetrics = this.parallel.metrics();
         this.status = ended ? "finished" : "stopped";
         return this.summary();
@@ -747,15 +749,16 @@ export class JobDriver {
       alignmentMs: t.alignmentMs,
       ...(t.disk ? { disk: t.disk } : {}),
     }));
-    return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks });
+    return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks }, undefined, undefined, !c.final);
   }
 
   /**
    * The two-phase commit of a checkpoint whose state is taken: sinks prepare, `chk-<id>` written,
    * sinks commit, marked committed. When every output writes before commit (at-least-once Kafka),
-   * the part after the sinks' flush runs on while the loop processes the next records (Flink's
-   * asynchronous checkpoint phase): an engine stalled for the folder's fsync and marker delayed
-   * every record arriving meanwhile. One checkpoint at a time still: the next one waits for it.
+   * the part after the sinks' flush runs on while the loop (a parallel job: its sink task) takes the
+   * next records (Flink's asynchronous checkpoint phase): an engine stalled for the folder's fsync
+   * and marker delayed every record arriving meanwhile. One checkpoint at a time still: the next
+   * one waits for it (a parallel job's next barrier, through ParallelContext.settle).
    */
   private async commitCheckpoint(
     id: number,
@@ -766,6 +769,8 @@ export class JobDriver {
     extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk" | "changelog">,
     hold?: SnapshotHold,
     changelog?: PreparedCheckpoint["changelog"],
+    /** False for a parallel job's last checkpoint: the job ends once it is committed. */
+    mayOverlap = true,
   ): Promise<void> {
     const failed = (err: unknown): unknown => {
       if (!isFenced(err)) this.checkpointFailed({ id, triggeredAt: started, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
@@ -777,7 +782,7 @@ export class JobDriver {
     } catch (err) {
       throw failed(err);
     }
-    const overlap = this.overlapsCommit();
+    const overlap = mayOverlap && this.overlapsCommit();
     const done = finish().catch((err: unknown) => {
       throw failed(err);
     });
@@ -785,12 +790,14 @@ export class JobDriver {
     this.log.debug(`checkpoint ${id}: sinks flushed; records flow again while its folder is written and marked`);
     this.finishing = done.catch((err: unknown) => {
       this.finishingFailure ??= err;
+      // The sequential loop sees it at its next step; a parallel job's tasks are told now.
+      this.parallel?.fail(err);
     });
   }
 
   /** Every output's phase 2 is a no-op and nothing waits on this checkpoint (a savepoint, a routing switch). */
   private overlapsCommit(): boolean {
-    if (this.parallel || this.status !== "running" || this.checkpointWanted || this.savepointWaiters.length > 0) return false;
+    if (this.status !== "running" || this.checkpointWanted || this.savepointWaiters.length > 0) return false;
     return [...this.sinks.values()].every((s) => s.writesBeforeCommit === true) && this.requireDeadLetters().writesBeforeCommit === true;
   }
 
