@@ -161,11 +161,16 @@ describe("parallel jobs (settings.parallelism > 1)", () => {
     for (const c of kept) expect(readdirSync(path.join(ckpt, c)), c).toContain("_committed");
   });
 
-  it("at least once: a checkpoint folder that fails to be written beside the next records fails the job, naming the cause", async () => {
+  it.each([
+    ["at least once: a checkpoint folder that fails to be written beside the next records", true],
+    ["file sinks: a checkpoint folder that fails to be written while the sink task waits", false],
+  ])("%s fails the job, naming the cause, and the job ends", async (_, atLeastOnce) => {
+    // The second case hung before: the failed job closed its queue, and the source task's loop then
+    // spun on resolved promises, so the job's closing never got its I/O callbacks.
     const dir = dataDir(60_000);
     const ckpt = mkdtempSync(path.join(tmpdir(), "keyflow-par-ckpt-"));
     const store = new HeldCheckpoints(ckpt, 2, 2);
-    const driver = driverFor(dir, benchPipeline(2), { checkpoints: store, checkpointIntervalMs: 50, wrap: atLeastOnceOutputs(new Map()) });
+    const driver = driverFor(dir, benchPipeline(2), { checkpoints: store, checkpointIntervalMs: 50, ...(atLeastOnce ? { wrap: atLeastOnceOutputs(new Map()) } : {}) });
     const run = driver.run();
     run.catch(() => {}); // awaited below, after the hold
     try {

@@ -446,6 +446,9 @@ export class ParallelExecution {
           ended = false;
           break;
         }
+        // Aborted without a stop: the job failed (and closed the queue, whose take() then returns at
+        // once: this loop would spin on resolved promises and starve the event loop for ever).
+        if (this.ctx.signal.aborted) throw this.ctx.signal.reason instanceof Error ? this.ctx.signal.reason : new Error("the job was aborted");
         if (this.pending === undefined && clock.now() >= this.nextCheckpointAt) await this.injectBarrier(doc.settings.checkpointTimeoutMs);
         const wait = Math.min(tick, Math.max(0, this.nextCheckpointAt - clock.now()));
         this.sourceTime.switchTo("idle");
