@@ -163,7 +163,7 @@ function timed(cmd: string, args: string[], cwd: string): Promise<{ stdout: stri
  * and kept (retention is by size per partition, never by time: see scripts/services/start.sh) they
  * filled the machine's disk, 72 GB over a few hundred runs, until the broker died mid-bench.
  */
-async function outputCount(topic: string): Promise<number> {
+async function countAndDropOutput(topic: string): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -175,7 +175,7 @@ async function outputCount(topic: string): Promise<number> {
   }
 }
 
-/** Deletes a latency run's own topics (see outputCount). */
+/** Deletes a latency run's own topics (see countAndDropOutput). */
 async function dropTopics(topics: string[]): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
@@ -203,7 +203,7 @@ async function runKeyflow(input: string, workload: "w0" | "w1", parallelism: num
     const r = await timed("node", [...runnerNodeFlags, path.join(root, "apps/runner/bin/keyflow.mjs"), "run", file, "--checkpoint-dir", path.join(dir, "checkpoints")], root);
     const m = / in ([\d.]+) s/.exec(r.stdout);
     if (!m) throw new Error(`keyflow run printed no duration:\n${r.stdout}`);
-    return { engine: "keyflow", workload, parallelism, guarantee, jobSeconds: Number(m[1]), wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await outputCount(out) };
+    return { engine: "keyflow", workload, parallelism, guarantee, jobSeconds: Number(m[1]), wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await countAndDropOutput(out) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -229,7 +229,7 @@ async function runFlink(classpath: string, input: string, workload: "w0" | "w1",
   const m = /FLINK_BENCH_RESULT (\{.*\})/.exec(r.stdout);
   if (!m?.[1]) throw new Error(`the Flink job printed no result:\n${r.stdout.slice(-2000)}`);
   const result = JSON.parse(m[1]) as { netRuntimeMs: number; wallMs: number };
-  return { engine: "flink", workload, parallelism, guarantee, jobSeconds: result.netRuntimeMs / 1000, wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await outputCount(out) };
+  return { engine: "flink", workload, parallelism, guarantee, jobSeconds: result.netRuntimeMs / 1000, wallSeconds: r.wall, cpuSeconds: r.cpu, maxRssMb: r.rssMb, outputs: await countAndDropOutput(out) };
 }
 
 const median = (xs: number[]) => {

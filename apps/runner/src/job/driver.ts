@@ -378,7 +378,6 @@ export class JobDriver {
             : {}),
         });
         const ended = await this.parallel.run();
-        await this.settleCheckpoint(); // the final checkpoint's folder and marker, and their failure
         this.lastMetrics = this.parallel.metrics();
         this.status = ended ? "finished" : "stopped";
         return this.summary();

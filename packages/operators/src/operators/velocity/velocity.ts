@@ -580,7 +580,9 @@ class RowWindows implements WindowView {
    * unchanged, when one of them has no byte form or they do not fit.
    */
   private writeIdBytes(slot: number, ids: ReadonlyArray<string | number | null>): boolean {
-    if (!fillIds(this.idPageOf(slot), (slot & PAGE_MASK) * ID_AREA_BYTES, ids)) return false;
+    // A page's id areas are not created for ids that have no byte form (a restore of non-ASCII ids).
+    const page = this.idPages[slot >> PAGE_BITS] ?? (ids.every((id) => idEntryBytes(id) >= 0) ? this.idPageOf(slot) : undefined);
+    if (page === undefined || !fillIds(page, (slot & PAGE_MASK) * ID_AREA_BYTES, ids)) return false;
     (this.pages[slot >> PAGE_BITS] as Float64Array)[(slot & PAGE_MASK) * ROW + 2] = ROW_ID_BYTES;
     return true;
   }
