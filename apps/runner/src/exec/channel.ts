@@ -13,15 +13,24 @@
 // - `TimeAccount`: busy / backpressured / idle milliseconds per second of one task, as Flink's
 //   busyTimeMsPerSecond, backPressuredTimeMsPerSecond and idleTimeMsPerSecond.
 
+/**
+ * What a barrier asks of the task that aligns it, beside its id (Flink's CheckpointOptions): with
+ * `changelog`, the kind of changelog snapshot to take (LocalJob.snapshotPieces), chosen per subtask
+ * by the coordinator, which alone knows whether the task's last snapshot was written.
+ */
+export interface BarrierOptions {
+  changelog?: "whole" | "changes";
+}
+
 /** What travels on a channel: data (an encoded buffer of `records` records) or an event. */
 export type ChannelItem<P> =
   | { kind: "data"; payload: P; records: number }
-  | { kind: "barrier"; id: number }
+  | { kind: "barrier"; id: number; options?: BarrierOptions }
   | { kind: "end" };
 
 export type GateNext<P> =
   | { kind: "data"; channel: number; payload: P; records: number }
-  | { kind: "aligned"; id: number; alignmentMs: number }
+  | { kind: "aligned"; id: number; alignmentMs: number; options?: BarrierOptions }
   | { kind: "end" };
 
 export class InputGate<P> {
@@ -30,7 +39,7 @@ export class InputGate<P> {
   private readonly ended: boolean[];
   private seq = 0;
   /** The barrier being aligned, with when its first barrier arrived. */
-  private aligning: { id: number; startedAt: number } | undefined;
+  private aligning: { id: number; startedAt: number; options: BarrierOptions | undefined } | undefined;
   /** Barriers at or below this id are dropped (completed, aborted or superseded). */
   private doneUpTo = 0;
   private endYielded = false;
@@ -108,20 +117,20 @@ export class InputGate<P> {
           this.blocked[best] = false;
           continue;
         case "barrier":
-          this.onBarrier(best, item.id);
+          this.onBarrier(best, item.id, item.options);
           continue;
       }
     }
   }
 
-  private onBarrier(channel: number, id: number): void {
+  private onBarrier(channel: number, id: number, options: BarrierOptions | undefined): void {
     if (id <= this.doneUpTo) return;
     if (this.aligning !== undefined && id < this.aligning.id) return; // an older barrier: superseded
     if (this.aligning === undefined || id > this.aligning.id) {
       // A newer checkpoint supersedes the one being aligned (Flink cancels the older alignment).
       if (this.aligning !== undefined) this.doneUpTo = this.aligning.id;
       this.blocked.fill(false);
-      this.aligning = { id, startedAt: this.now() };
+      this.aligning = { id, startedAt: this.now(), options };
     }
     this.blocked[channel] = true;
   }
@@ -133,7 +142,7 @@ export class InputGate<P> {
     this.aligning = undefined;
     this.doneUpTo = a.id;
     this.blocked.fill(false);
-    return { kind: "aligned", id: a.id, alignmentMs: Math.max(0, this.now() - a.startedAt) };
+    return { kind: "aligned", id: a.id, alignmentMs: Math.max(0, this.now() - a.startedAt), ...(a.options ? { options: a.options } : {}) };
   }
 }
 
@@ -186,7 +195,7 @@ export class CreditSender<P> {
   }
 
   /** An event: in order with the data, without credit. */
-  event(item: { kind: "barrier"; id: number } | { kind: "end" }): void {
+  event(item: { kind: "barrier"; id: number; options?: BarrierOptions } | { kind: "end" }): void {
     if (!this.closed) this.transmit(item);
   }
 

@@ -13,7 +13,7 @@ import { eventually, runCli, startCli } from "../../test/run-cli";
 import { readEnv } from "../env";
 import { createConnectors } from "../io/connectors";
 import type { DeadLetterSink, RecordSink, RecordSource } from "../io/types";
-import { DirectoryCheckpointStore, TransientCheckpointStore, type CheckpointStore } from "../job/checkpoints";
+import { DirectoryCheckpointStore, readCheckpointFolder, TransientCheckpointStore, type CheckpointStore } from "../job/checkpoints";
 import { systemClock } from "../job/clock";
 import { JobDriver, type Connectors } from "../job/driver";
 import { createLogger } from "../log";
@@ -181,6 +181,38 @@ describe("parallel jobs (settings.parallelism > 1)", () => {
     await expect(run).rejects.toThrow(/no space left on device \(test\), checkpoint 2/);
     expect(driver.status).toBe("failed");
     expect(readdirSync(ckpt).filter((n) => /^chk-\d+$/.test(n))).toEqual(["chk-0000000001"]);
+  });
+
+  it("changelog checkpoints: no checkpoint starts between a background whole state's naming and its chain taking it", async () => {
+    // Its name is the id of the next checkpoint, which retention keeps it for: a checkpoint that
+    // started meanwhile (here: while the rename is held) would not list it, and its commit would
+    // prune the file that the next checkpoint then lists.
+    const dir = dataDir(300_000);
+    const ckpt = mkdtempSync(path.join(tmpdir(), "keyflow-par-ckpt-"));
+    const folders = () => readdirSync(ckpt).filter((n) => /^chk-\d+$/.test(n));
+    const store = new (class extends DirectoryCheckpointStore {
+      letGo: (() => void) | undefined;
+      override async writeSharedState(...args: Parameters<DirectoryCheckpointStore["writeSharedState"]>): Promise<string> {
+        const file = await super.writeSharedState(...args);
+        if (this.letGo === undefined) await new Promise<void>((resolve) => (this.letGo = resolve));
+        return file;
+      }
+    })(ckpt, 1000);
+    const run = driverFor(dir, benchPipeline(2), { checkpoints: store, checkpointIntervalMs: 1 }).run();
+    try {
+      await eventually(() => store.letGo !== undefined, "a whole state written in the background", 30_000);
+      const before = folders();
+      // Checkpoints are due every millisecond: before the fix, several completed during this wait.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(folders()).toEqual(before);
+    } finally {
+      store.letGo?.();
+    }
+    expect((await run).status).toBe("finished");
+    // Every checkpoint restores (none lists a file retention deleted), and chains do start at whole states in shared/.
+    for (const n of folders()) await expect(readCheckpointFolder(path.join(ckpt, n)), n).resolves.toBeDefined();
+    const overShared = folders().filter((n) => (JSON.parse(readFileSync(path.join(ckpt, n, "_metadata.json"), "utf8")) as { tasks: Array<{ changelog?: { chain: string[] } }> }).tasks.some((t) => t.changelog?.chain[0]?.startsWith("../shared/")));
+    expect(overShared.length).toBeGreaterThan(0);
   });
 
   it("parallelism 2 writes the output of parallelism 1: keyBy -> velocity and tumbling window, dead letters", async () => {

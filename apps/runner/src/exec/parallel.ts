@@ -38,6 +38,7 @@ import { errorMessage } from "../log";
 import { SerializedSinkRecord, type RecordSource, type SourceBatch } from "../io/types";
 import { BatchQueue } from "../job/batch-queue";
 import type { StoredCheckpoint, TaskCheckpointState } from "../job/checkpoints";
+import type { TaskChangelog } from "../job/changelog-chains";
 import type { DiskChain } from "../state/chain-files";
 import type { Clock } from "../job/clock";
 import { CreditSender, InputGate, TimeAccount, type GateNext, type TaskTimes } from "./channel";
@@ -91,6 +92,8 @@ export interface ParallelCheckpoint {
   positions: Record<string, JsonValue>;
   /** The job's last checkpoint (end of input or stop): its commit is not left running behind the job. */
   final: boolean;
+  /** By keyed subtask: the changelog snapshot it took (ParallelContext.changelogFor), if any. */
+  changelogs: Array<TaskChangelog | undefined>;
 }
 
 /** What the sink task hands the driver: the engines' emissions, and sink records a keyed subtask serialized (wire.ts, SINK_JSON). */
@@ -115,6 +118,12 @@ export interface ParallelContext {
   settle?(): Promise<void>;
   /** Told of each aborted checkpoint (the driver records it). Must not throw. */
   aborted?(f: FailedCheckpoint): void;
+  /**
+   * Heap state kept in a checkpoint folder: the changelog snapshot keyed subtask `subtask` takes at
+   * the next barrier (only its changes over a chain already written, or its whole state to start
+   * one); undefined: a plain snapshot.
+   */
+  changelogFor?(subtask: number): TaskChangelog | undefined;
   nextCheckpointId(): number;
   checkpointIntervalMs: number;
   tickMs: number;
@@ -134,6 +143,7 @@ interface PendingCheckpoint {
   head: Uint8Array;
   positions: Record<string, JsonValue>;
   final: boolean;
+  changelogs: Array<TaskChangelog | undefined>;
   acks: Map<number, { state: Uint8Array; alignmentMs: number; disk?: DiskChain | undefined }>;
   sinkAligned: boolean;
   allAcked: () => void;
@@ -582,11 +592,13 @@ export class ParallelExecution {
   /** Snapshots the source task and sends barrier `id` down every channel; `timeoutMs` undefined: the final checkpoint (no timeout). */
   private async injectBarrier(timeoutMs: number | undefined): Promise<void> {
     const { clock } = this.ctx;
-    await this.ctx.settle?.(); // one checkpoint at a time, its asynchronous part included
     await this.flushSourceTask();
+    // One checkpoint at a time, its asynchronous part included; the id is taken right after (no await between).
+    await this.ctx.settle?.();
     const id = this.ctx.nextCheckpointId();
     const t0 = performance.now();
     const head = this.headJob.snapshot();
+    const changelogs = this.toWorkers.map((_, i) => this.ctx.changelogFor?.(i));
     let allAcked!: () => void;
     const acked = new Promise<void>((resolve) => (allAcked = resolve));
     let finish!: () => void;
@@ -598,6 +610,7 @@ export class ParallelExecution {
       head,
       positions: Object.fromEntries(this.positions),
       final: timeoutMs === undefined,
+      changelogs,
       acks: new Map(),
       sinkAligned: false,
       allAcked,
@@ -611,7 +624,10 @@ export class ParallelExecution {
       p.timer = setTimeout(() => this.abortCheckpoint(p, `not acknowledged by every task within checkpointTimeoutMs (${timeoutMs} ms)`), timeoutMs);
       p.timer.unref?.();
     }
-    for (const s of this.toWorkers) s.event({ kind: "barrier", id });
+    this.toWorkers.forEach((s, i) => {
+      const changelog = changelogs[i]?.mode;
+      s.event(changelog ? { kind: "barrier", id, options: { changelog } } : { kind: "barrier", id });
+    });
     this.localSender.event({ kind: "barrier", id });
   }
 
@@ -644,7 +660,7 @@ export class ParallelExecution {
       tasks.push({ task: "keyed", subtask: i, keyGroups: [r.start, r.end], state: a.state, alignmentMs: Math.round(a.alignmentMs * 10) / 10, ...(a.disk ? { disk: a.disk } : {}) });
     }
     tasks.push({ task: "sink", subtask: 0, alignmentMs: Math.round(alignmentMs * 10) / 10 });
-    await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions, final: p.final });
+    await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions, final: p.final, changelogs: p.changelogs });
     this.pending = undefined;
     const { clock, doc } = this.ctx;
     this.nextCheckpointAt = Math.max(p.startedAt + this.ctx.checkpointIntervalMs, clock.now() + doc.settings.minPauseBetweenCheckpointsMs);

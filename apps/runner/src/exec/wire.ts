@@ -4,11 +4,11 @@
 //   source task → keyed subtask:  REC route value timestamp | WM route watermark | IDLE route 0|1
 //   keyed subtask → sink task:    SINK_JSON sinkIndex JSON.stringify(value) timestamp key|null | DEAD deadLetter
 //   source task → sink task (no thread crossed): SINK sinkIndex value timestamp key|null
-// On a MessagePort: `{ d, n }` a data buffer of n records, `{ b }` barrier b, `{ e: 1 }` end of
+// On a MessagePort: `{ d, n }` a data buffer of n records, `{ b, o? }` barrier b (with its options), `{ e: 1 }` end of
 // input, and back from the receiver `{ c }`: c credits (buffers processed).
 import type { MessagePort } from "node:worker_threads";
 import { Packr } from "msgpackr";
-import type { ChannelItem } from "./channel";
+import type { BarrierOptions, ChannelItem } from "./channel";
 
 export const REC = 0;
 export const WM = 1;
@@ -47,7 +47,7 @@ export function codec(name: CodecName): Codec {
   return { encode: (els) => els, decode: (p) => p as unknown[] };
 }
 
-export type WireMessage = { d: Payload; n: number } | { b: number } | { e: 1 };
+export type WireMessage = { d: Payload; n: number } | { b: number; o?: BarrierOptions } | { e: 1 };
 
 /** Puts a channel item on a port (transferring MessagePack bytes). */
 export function postItem(port: MessagePort, item: ChannelItem<Payload>): void {
@@ -55,13 +55,13 @@ export function postItem(port: MessagePort, item: ChannelItem<Payload>): void {
     const p = item.payload;
     if (p instanceof Uint8Array) port.postMessage({ d: p, n: item.records }, [p.buffer as ArrayBuffer]);
     else port.postMessage({ d: p, n: item.records });
-  } else if (item.kind === "barrier") port.postMessage({ b: item.id });
+  } else if (item.kind === "barrier") port.postMessage(item.options ? { b: item.id, o: item.options } : { b: item.id });
   else port.postMessage({ e: 1 });
 }
 
 export function toItem(m: WireMessage): ChannelItem<Payload> {
   if ("d" in m) return { kind: "data", payload: m.d, records: m.n };
-  if ("b" in m) return { kind: "barrier", id: m.b };
+  if ("b" in m) return m.o ? { kind: "barrier", id: m.b, options: m.o } : { kind: "barrier", id: m.b };
   return { kind: "end" };
 }
 

@@ -156,7 +156,8 @@ async function main(): Promise<void> {
       collect(job.drain());
       await flush();
       const t0 = performance.now();
-      const state = disk ? disk.referenceSnapshots(() => job.snapshot()) : job.snapshot();
+      // Heap state kept in a checkpoint folder: the barrier says whether to write it whole or only its changes.
+      const state = disk ? disk.referenceSnapshots(() => job.snapshot()) : job.snapshot(next.options?.changelog);
       const chain = disk && init.disk?.sharedDir !== undefined ? disk.writeCheckpoint(next.id, init.disk.sharedDir, "../shared", init.disk.suffix) : undefined;
       const syncMs = performance.now() - t0;
       pacer.packed();

@@ -1,19 +1,25 @@
 // The changelog compactor's worker thread (see changelog-compactor.ts): reads a checkpoint folder,
-// replays its chain, and hands the whole state back without a copy.
+// replays its chains, and hands the whole states back (one per state file asked for) without a copy.
 import { parentPort } from "node:worker_threads";
 import type { CompactorReply } from "./changelog-compactor";
-import { readCheckpointFolder } from "./checkpoints";
+import { readCheckpointFolder, STATE_FILE, taskFile } from "./checkpoints";
 
 const port = parentPort;
 if (port === null) throw new Error("changelog-compactor-worker runs in a worker thread");
 
-port.on("message", (m: { id: number; dir: string }) => {
-  readCheckpointFolder(m.dir).then(
-    ({ state }) => {
-      if (state === undefined) throw new Error(`checkpoint "${m.dir}" holds the state of parallel tasks, not a changelog`);
-      // Its own buffer, whole, so that it can be transferred (an encoder's output may be a view of a larger pool).
-      const own = state.byteOffset === 0 && state.byteLength === state.buffer.byteLength && state.buffer instanceof ArrayBuffer ? state : state.slice();
-      port.postMessage({ id: m.id, state: own } satisfies CompactorReply, [own.buffer as ArrayBuffer]);
-    },
-  ).catch((err: unknown) => port.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) } satisfies CompactorReply));
+port.on("message", (m: { id: number; dir: string; files: string[] }) => {
+  readCheckpointFolder(m.dir)
+    .then(({ state, tasks }) => {
+      const resolved = new Map<string, Uint8Array>();
+      if (state !== undefined) resolved.set(STATE_FILE, state);
+      for (const t of tasks ?? []) resolved.set(taskFile(t), t.state);
+      const states = m.files.map((file) => {
+        const s = resolved.get(file);
+        if (s === undefined) throw new Error(`checkpoint "${m.dir}" has no state file ${file}`);
+        // Its own buffer, whole, so that it can be transferred (an encoder's output may be a view of a larger pool).
+        return { file, state: s.byteOffset === 0 && s.byteLength === s.buffer.byteLength && s.buffer instanceof ArrayBuffer ? s : s.slice() };
+      });
+      port.postMessage({ id: m.id, states } satisfies CompactorReply, states.map((s) => s.state.buffer as ArrayBuffer));
+    })
+    .catch((err: unknown) => port.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) } satisfies CompactorReply));
 });

@@ -8,22 +8,28 @@ import { Worker } from "node:worker_threads";
 const ENTRY = new URL("./changelog-compactor-entry.mjs", import.meta.url);
 
 /** What the worker answers for request `id`. */
-export type CompactorReply = { id: number; state: Uint8Array } | { id: number; error: string };
+export type CompactorReply = { id: number; states: ResolvedState[] } | { id: number; error: string };
+
+/** A state file of a checkpoint folder (`state.bin`, a parallel task's file), its chain replayed. */
+export interface ResolvedState {
+  file: string;
+  state: Uint8Array;
+}
 
 export class ChangelogCompactor {
   private worker: Worker | undefined;
   private nextId = 0;
-  private readonly waiting = new Map<number, { resolve: (state: Uint8Array) => void; reject: (err: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (states: ResolvedState[]) => void; reject: (err: Error) => void }>();
 
-  /** The whole job snapshot the checkpoint folder `dir` stands for, its chain replayed (readCheckpointFolder's state). */
-  resolve(dir: string): Promise<Uint8Array> {
+  /** The whole snapshots `files` of the checkpoint folder `dir` stand for, their chains replayed (readCheckpointFolder's states). */
+  resolve(dir: string, files: string[]): Promise<ResolvedState[]> {
     const id = this.nextId++;
-    return new Promise<Uint8Array>((resolve, reject) => {
+    return new Promise<ResolvedState[]>((resolve, reject) => {
       const w = this.start();
       this.waiting.set(id, { resolve, reject });
       // Held while it works (a job that ended waits for its last compaction), let go while idle.
       w.ref();
-      w.postMessage({ id, dir });
+      w.postMessage({ id, dir, files });
     });
   }
 
@@ -45,7 +51,7 @@ export class ChangelogCompactor {
       // Idle between compactions: it must not keep a runner that is done from exiting.
       if (this.waiting.size === 0) w.unref();
       if ("error" in m) p.reject(new Error(m.error));
-      else p.resolve(m.state);
+      else p.resolve(m.states);
     });
     w.on("error", (err) => this.failAll(err));
     w.on("exit", (code) => {

@@ -154,7 +154,10 @@ describe("changelog checkpoints in a folder", () => {
     const { store, job } = await chain(dir, 10);
     const compactor = new ChangelogCompactor();
     try {
-      const resolved = await compactor.resolve(path.join(dir, "chk-0000000004"));
+      const [only, ...more] = await compactor.resolve(path.join(dir, "chk-0000000004"), ["state.bin"]);
+      expect(more).toEqual([]);
+      expect(only!.file).toBe("state.bin");
+      const resolved = only!.state;
       expect(Buffer.from(resolved).equals(Buffer.from((await readCheckpointFolder(path.join(dir, "chk-0000000004"))).state!))).toBe(true);
       expect(Buffer.from(LocalJob.restore(doc, resolved).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
       // Written as the chain's new start, it stands for checkpoints 1 to 4.
@@ -163,7 +166,7 @@ describe("changelog checkpoints in a folder", () => {
       await store.write({ ...meta(5), changelog: { chain: [`../${file}`] } }, job.snapshotPieces(undefined, "changes"));
       expect(Buffer.from(LocalJob.restore(doc, (await store.latest())!.state!).snapshot()).equals(Buffer.from(restoredNow(job)))).toBe(true);
       rmSync(path.join(dir, "chk-0000000003"), { recursive: true });
-      await expect(compactor.resolve(path.join(dir, "chk-0000000004"))).rejects.toThrow(/"\.\.\/chk-0000000003\/state\.bin" \(changes it replays\) is missing/);
+      await expect(compactor.resolve(path.join(dir, "chk-0000000004"), ["state.bin"])).rejects.toThrow(/"\.\.\/chk-0000000003\/state\.bin" \(changes it replays\) is missing/);
     } finally {
       await compactor.close();
       await store.release();
@@ -176,8 +179,8 @@ describe("changelog checkpoints in a folder", () => {
     await store.release();
     // Nothing else holds the event loop of this process: it must wait for the answer, then exit by itself.
     const script = `import { ChangelogCompactor } from ${JSON.stringify(path.join(import.meta.dirname, "changelog-compactor.ts"))};
-const state = await new ChangelogCompactor().resolve(${JSON.stringify(path.join(dir, "chk-0000000004"))});
-console.log("resolved " + state.byteLength);`;
+const [resolved] = await new ChangelogCompactor().resolve(${JSON.stringify(path.join(dir, "chk-0000000004"))}, ["state.bin"]);
+console.log("resolved " + resolved.state.byteLength);`;
     const file = path.join(dir, "compact.mts");
     writeFileSync(file, script);
     const child = spawnSync(process.execPath, ["--import", "tsx", file], { encoding: "utf8", timeout: 60_000 });

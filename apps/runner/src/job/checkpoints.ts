@@ -16,6 +16,7 @@ import type { FileHandle } from "node:fs/promises";
 import { fsyncDir, isNotFound, writeFileAtomic } from "../io/file/atomic";
 import { checkpointGraphSchema } from "./restore-compat";
 import { diskChainSchema, type DiskChain } from "../state/chain-files";
+import { changelogChains, changelogSchema } from "./changelog-chains";
 import { pruneSharedFiles, savepointDiskState, SHARED_DIR } from "../state/disk-checkpoints";
 import { FolderLease } from "./lease";
 import type { Logger } from "../log";
@@ -25,6 +26,9 @@ export const CHECKPOINT_FORMAT = "keyflow.checkpoint/v1";
 const jsonValue: z.ZodType<JsonValue> = z.lazy(() =>
   z.union([z.null(), z.boolean(), z.number(), z.string(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
 );
+
+/** A single-threaded job's state file in a checkpoint folder. */
+export const STATE_FILE = "state.bin";
 
 const metaSchema = z.object({
   format: z.literal(CHECKPOINT_FORMAT),
@@ -59,17 +63,15 @@ const metaSchema = z.object({
         alignmentMs: z.number().nonnegative(),
         /** The task's keyed state in the disk backend's chain files (../state/chain-files.ts). */
         disk: diskChainSchema.optional(),
+        /** A keyed subtask's heap state as a changelog: `file` holds its changes, `chain` what they build on. */
+        changelog: changelogSchema.optional(),
       }),
     )
     .optional(),
   /** A single-threaded job's keyed state in the disk backend's chain files. */
   disk: diskChainSchema.optional(),
-  /**
-   * A changelog checkpoint (heap state): `state.bin` holds the keyed state changed since the
-   * checkpoint before, and a restore replays `chain` (files relative to this folder, oldest first: a
-   * whole snapshot, then the changes of the checkpoints between) and then `state.bin` (resolveChangelog).
-   */
-  changelog: z.object({ chain: z.array(z.string()).min(1) }).optional(),
+  /** A single-threaded job's changelog checkpoint (heap state): `state.bin` holds its changes. */
+  changelog: changelogSchema.optional(),
 });
 export type CheckpointMeta = z.infer<typeof metaSchema>;
 
@@ -225,7 +227,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       // The files at once: their fsyncs overlap (each waits for the device), and the folder is only
       // renamed into place once all of them are durable. A checkpoint of an exactly-once job is on
       // every alert's path: its sinks commit after this.
-      const files: Array<[string, string | Uint8Array | SnapshotPieces]> = Array.isArray(state) ? state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : [])) : [["state.bin", state]];
+      const files: Array<[string, string | Uint8Array | SnapshotPieces]> = Array.isArray(state) ? state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : [])) : [[STATE_FILE, state]];
       files.push(["_metadata.json", JSON.stringify(meta, null, 2) + "\n"]);
       // Every write settled before a failure is thrown: the folder is removed then, with no write still going on in it.
       const written = await Promise.allSettled(files.map(([file, data]) => writeSynced(path.join(tmp, file), data)));
@@ -269,9 +271,9 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     const needed = new Set<string>();
     let unknown = false;
     for (const e of retained) {
-      const meta = await readChainOf(e.dir);
-      if (meta === undefined) unknown = true;
-      else for (const f of chainPaths(e.dir, meta)) needed.add(path.dirname(f));
+      const files = await readChainsOf(e.dir);
+      if (files === undefined) unknown = true;
+      else for (const f of files) needed.add(path.dirname(f));
     }
     // A retained folder whose metadata cannot be read (being written, or damaged) may replay any older one.
     for (const e of all) {
@@ -302,12 +304,13 @@ export async function readCheckpointFolder(dir: string): Promise<StoredCheckpoin
     const tasks: NonNullable<StoredCheckpoint["tasks"]> = [];
     for (const t of meta.tasks) {
       if (t.file === undefined) continue;
-      const state = new Uint8Array(await fs.readFile(path.join(dir, t.file)));
+      const own = new Uint8Array(await fs.readFile(path.join(dir, t.file)));
+      const state = t.changelog === undefined ? own : resolveChangelog([...(await readChain(dir, t.changelog.chain)), own]);
       tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}), ...(t.disk ? { disk: t.disk } : {}) });
     }
     return { meta, committed, state: undefined, tasks, dir };
   }
-  const own = new Uint8Array(await fs.readFile(path.join(dir, "state.bin")));
+  const own = new Uint8Array(await fs.readFile(path.join(dir, STATE_FILE)));
   const state = meta.changelog === undefined ? own : resolveChangelog([...(await readChain(dir, meta.changelog.chain)), own]);
   return { meta, committed, state, dir };
 }
@@ -326,19 +329,13 @@ async function readChain(dir: string, chain: readonly string[]): Promise<Uint8Ar
   );
 }
 
-/** A checkpoint folder's changelog chain as its metadata lists it, or undefined when the metadata cannot be read. */
-async function readChainOf(dir: string): Promise<{ changelog?: { chain: string[] } | undefined } | undefined> {
+/** The files a checkpoint folder's changelog chains name (its own, its tasks'), as paths; undefined when its metadata cannot be read. */
+async function readChainsOf(dir: string): Promise<string[] | undefined> {
   try {
-    const raw = JSON.parse(await fs.readFile(path.join(dir, "_metadata.json"), "utf8")) as { changelog?: unknown };
-    return { changelog: metaSchema.shape.changelog.parse(raw.changelog) };
+    return changelogChains(JSON.parse(await fs.readFile(path.join(dir, "_metadata.json"), "utf8")) as unknown).map((f) => path.resolve(dir, f));
   } catch {
     return undefined;
   }
-}
-
-/** The files a changelog checkpoint folder's chain names, as paths. */
-function chainPaths(dir: string, meta: { changelog?: { chain: string[] } | undefined }): string[] {
-  return (meta.changelog?.chain ?? []).map((f) => path.resolve(dir, f));
 }
 
 /**
@@ -350,14 +347,20 @@ export async function writeSavepoint(from: string, root: string, jobId: string):
   await fs.mkdir(root, { recursive: true });
   const base = `savepoint-${jobId.replace(/[^A-Za-z0-9._-]/g, "_")}-${source.meta.id}-${randomBytes(3).toString("hex")}`;
   await writeFolder(root, base, `.${base}.inprogress`, async (tmp) => {
+    // A changelog checkpoint's own state files hold only changes: the savepoint holds the state resolved.
+    const resolved = new Map<string, Uint8Array>();
+    if (source.state !== undefined) resolved.set(STATE_FILE, source.state);
+    for (const t of source.tasks ?? []) resolved.set(taskFile(t), t.state);
     for (const n of await fs.readdir(from)) {
       if (n === "_metadata.json") continue;
-      // A changelog checkpoint's own state.bin is only its changes: the savepoint holds the state resolved.
-      const bytes = n === "state.bin" && source.state !== undefined ? source.state : new Uint8Array(await fs.readFile(path.join(from, n)));
-      await writeSynced(path.join(tmp, n), bytes);
+      await writeSynced(path.join(tmp, n), resolved.get(n) ?? new Uint8Array(await fs.readFile(path.join(from, n))));
     }
     // Disk-backend state: each chain compacted into one full file inside the savepoint (self-contained).
-    const { changelog: _resolved, ...whole } = source.meta;
+    const { changelog: _resolved, ...own } = source.meta;
+    const whole: typeof own = {
+      ...own,
+      ...(own.tasks ? { tasks: own.tasks.map(({ changelog: _chain, ...t }) => (t.file !== undefined && resolved.has(t.file) ? { ...t, bytes: resolved.get(t.file)!.byteLength } : t)) } : {}),
+    };
     const meta: CheckpointMeta = { ...savepointDiskState(whole, from, tmp), savepointOf: { jobId, checkpoint: source.meta.id } };
     await writeSynced(path.join(tmp, "_metadata.json"), JSON.stringify(meta, null, 2) + "\n");
   });

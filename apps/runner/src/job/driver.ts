@@ -16,7 +16,7 @@
 // the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, SnapshotHold, type ChangelogSnapshot, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -25,12 +25,13 @@ import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
 import { ChangelogCompactor } from "./changelog-compactor";
+import { ChangelogChains, chainMeta, type TaskChangelog } from "./changelog-chains";
 import { MaterializePacer } from "./materialize";
 import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointState, CheckpointStore, StoredCheckpoint } from "./checkpoints";
-import { CHECKPOINT_FORMAT, checkpointFolderName, readCheckpointFolder, taskFile, writeSavepoint } from "./checkpoints";
+import { CHECKPOINT_FORMAT, checkpointFolderName, readCheckpointFolder, STATE_FILE, taskFile, writeSavepoint } from "./checkpoints";
 import { checkRestore, graphOf } from "./restore-compat";
 import { recoverEpoch, type TransactionProbe } from "./recover-epoch";
 import type { DiskStateStore } from "../state/disk-store";
@@ -152,20 +153,6 @@ const HISTORY = 50;
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
 
-/** One written snapshot of a changelog chain: a file relative to the checkpoint folder's location. */
-interface ChangelogLink {
-  file: string;
-  /** The checkpoint it was written for; a background whole state: the last checkpoint snapshotted before it. */
-  id: number;
-  bytes: number;
-}
-
-/**
- * A whole state is written in the background once the changes since the last one add up to more
- * than it (a restore would read more changes than state), or once a chain has this many links.
- */
-const MAX_CHANGELOG_LINKS = 100;
-
 /** A checkpoint whose sinks have prepared (phase 1), waiting for its phase 2 (JobDriver.finishCheckpoint). */
 interface PreparedCheckpoint {
   id: number;
@@ -184,9 +171,12 @@ interface PreparedCheckpoint {
   incrementalBytes: number;
   /** Released once the state is written: its packed columns may then be written over (see SnapshotHold). */
   hold: SnapshotHold | undefined;
-  /** A changelog checkpoint: its snapshot's kind and the chain it builds on. */
-  changelog: { mode: ChangelogSnapshot; chain: ChangelogLink[] | undefined } | undefined;
+  /** A changelog checkpoint: by state file, its snapshot's kind and the chain it builds on. */
+  changelogs: TaskChangelogs | undefined;
 }
+
+/** A checkpoint's changelog snapshots by state file (`state.bin`, a parallel task's file), with their bytes. */
+type TaskChangelogs = Map<string, TaskChangelog & { bytes: number }>;
 
 export class JobDriver {
   readonly jobId: string;
@@ -222,15 +212,14 @@ export class JobDriver {
   private readonly activity = new Map<string, PartitionActivity>();
   private nextCheckpointId = 1;
   /**
-   * Changelog checkpoints (a single-threaded heap job with a checkpoint folder): the written
-   * snapshots the next checkpoint builds on, a whole one then changes, oldest first; undefined
-   * until one is written whole (at the start, after a restore, and after a checkpoint that failed).
+   * Changelog checkpoints (heap state in a checkpoint folder): per state file, the written snapshots
+   * its next checkpoint builds on, a whole one then changes.
    */
-  private changelog: ChangelogLink[] | undefined;
-  /** The whole state written in the background while a checkpoint was in flight, for its chain to start from. */
-  private writtenBase: ChangelogLink | undefined;
+  private readonly changelogs = new ChangelogChains();
   /** The background resolution and write of a whole state (at most one at a time), and its worker thread. */
   private baseWrite: Promise<void> | undefined;
+  /** A whole state written in the background between its naming and its chain taking it (see startBaseWrite). */
+  private publishing: Promise<void> | undefined;
   private compactor: ChangelogCompactor | undefined;
   /** A checkpoint is wanted now (a savepoint), whatever the interval says. */
   private checkpointWanted = false;
@@ -365,6 +354,7 @@ export class JobDriver {
           restored,
           write: (emissions) => this.route(emissions),
           complete: (c) => this.completeParallelCheckpoint(c, plan),
+          changelogFor: (subtask) => (this.changelogsKept() ? this.changelogs.take(taskFile({ task: "keyed", subtask })) : undefined),
           settle: () => this.settleCheckpoint(),
           aborted: (f) => this.checkpointFailed(f),
           nextCheckpointId: () => this.nextCheckpointId++,
@@ -658,12 +648,11 @@ export class JobDriver {
     // first, and are reused for the next ones once written.
     if (!disk) {
       const hold = new SnapshotHold();
-      const changelog = this.changelogFor();
-      // Broken until this one is written: a checkpoint that fails leaves the next one to start a chain again.
-      this.changelog = undefined;
+      const changelog = this.changelogsKept() ? this.changelogs.take(STATE_FILE) : undefined;
       const pieces = job.snapshotPieces(hold, changelog?.mode);
-      const extra = changelog?.chain ? { changelog: { chain: changelog.chain.map((l) => `../${l.file}`) } } : {};
-      return this.commitCheckpoint(id, started, t0, pieces, Object.fromEntries(this.positions), extra, hold, changelog);
+      const extra = changelog?.chain ? { changelog: chainMeta(changelog.chain) } : {};
+      const changelogs = changelog ? new Map([[STATE_FILE, { ...changelog, bytes: pieces.byteLength }]]) : undefined;
+      return this.commitCheckpoint(id, started, t0, pieces, Object.fromEntries(this.positions), extra, hold, changelogs);
     }
     // Disk backend: the snapshot leaves keyed state out; the store writes its delta (or a full dump).
     const state = disk.referenceSnapshots(() => job.snapshot());
@@ -672,48 +661,25 @@ export class JobDriver {
     await this.commitCheckpoint(id, started, t0, state, Object.fromEntries(this.positions), chain ? { disk: chain } : {});
   }
 
-  /** The kind of changelog snapshot the next checkpoint takes, and what it builds on; undefined: a plain snapshot. */
-  private changelogFor(): PreparedCheckpoint["changelog"] {
-    // Heap state of a single-threaded job only: the disk backend writes its own deltas, parallel tasks their whole state.
-    if (this.disk !== undefined || this.parallel !== undefined) return undefined;
-    if (this.opts.checkpoints.writeSharedState === undefined || this.opts.changelogCheckpoints === false) return undefined;
-    const chain = this.changelog;
-    return chain === undefined ? { mode: "whole", chain: undefined } : { mode: "changes", chain };
-  }
-
-  /** A changelog checkpoint's state is written: the next one builds on it (and on a whole state written meanwhile). */
-  private changelogWritten(changelog: NonNullable<PreparedCheckpoint["changelog"]>, link: ChangelogLink): void {
-    const links = changelog.mode === "whole" || changelog.chain === undefined ? [link] : [...changelog.chain, link];
-    if (changelog.mode === "whole") this.writtenBase = undefined;
-    this.changelog = links;
-    const base = this.writtenBase;
-    this.writtenBase = undefined;
-    if (base !== undefined) this.startChainAt(base);
-    const current = this.changelog;
-    const changeBytes = current.slice(1).reduce((n, l) => n + l.bytes, 0);
-    if (changeBytes > (current[0]?.bytes ?? 0) || current.length > MAX_CHANGELOG_LINKS) this.startBaseWrite(link.id);
-  }
-
   /**
-   * A whole state written in the background starts the chain, when it is newer than the chain's
-   * start: the changes of the checkpoints after the one it followed go on over it (a change holds a
-   * key's whole value, so replaying changes it already has is harmless; see resolveChangelog).
+   * Whether heap state is checkpointed as changelogs: kept in a checkpoint folder, unless turned off.
+   * The disk backend writes its own deltas.
    */
-  private startChainAt(base: ChangelogLink): void {
-    const chain = this.changelog;
-    if (chain === undefined) {
-      this.writtenBase = base; // a checkpoint is in flight: its chain takes it once written
-      return;
-    }
-    if ((chain[0]?.id ?? Number.POSITIVE_INFINITY) > base.id) return; // a whole checkpoint came after it
-    this.changelog = [base, ...chain.filter((l, i) => i > 0 && l.id > base.id)];
+  private changelogsKept(): boolean {
+    return this.disk === undefined && this.opts.doc.settings.stateBackend !== "disk" && this.opts.checkpoints.writeSharedState !== undefined && this.opts.changelogCheckpoints !== false;
+  }
+
+  /** A checkpoint's changelog snapshots are written: the next ones build on them; a whole state in the background when due. */
+  private changelogsWritten(id: number, changelogs: TaskChangelogs): void {
+    for (const [file, c] of changelogs) this.changelogs.written(file, c, { file: `${checkpointFolderName(id)}/${file}`, id, bytes: c.bytes });
+    if (this.changelogs.baseDue()) this.startBaseWrite(id);
   }
 
   /**
-   * Writes the whole state as of checkpoint `id` (written, its chain given) beside the checkpoints,
-   * in the background, for the chain to start from: a worker thread replays the chain from the
-   * files (ChangelogCompactor), and checkpoints go on meanwhile. Its bytes stand for the chain they
-   * replace, so they count as much towards the next one.
+   * Writes the whole state as of checkpoint `id` (written, its chains given) beside the checkpoints,
+   * in the background, one file per chain, for the chains to start from: a worker thread replays
+   * the chains from the files (ChangelogCompactor), and checkpoints go on meanwhile. Its bytes stand
+   * for the chain they replace, so they count as much towards the next one.
    */
   private startBaseWrite(id: number): void {
     const { checkpoints } = this.opts;
@@ -721,15 +687,33 @@ export class JobDriver {
     if (this.baseWrite !== undefined || checkpoints.writeSharedState === undefined || dir === undefined) return;
     const write = checkpoints.writeSharedState.bind(checkpoints);
     const compactor = (this.compactor ??= new ChangelogCompactor());
-    this.log.debug(`changelog: writing the whole state as of checkpoint ${id} (its chain replayed) for the checkpoints after it to build on`);
+    this.log.debug(`changelog: writing the whole state as of checkpoint ${id} (its chains replayed) for the checkpoints after it to build on`);
     const t0 = performance.now();
     this.baseWrite = compactor
-      .resolve(dir)
-      .then(async (state) => {
+      .resolve(dir, this.changelogs.files())
+      .then(async (states) => {
         const resolvedMs = performance.now() - t0;
-        const file = await write({ pieces: [state], byteLength: state.byteLength }, this.diskSuffix, () => this.nextCheckpointId);
-        this.startChainAt({ file, id, bytes: state.byteLength });
-        this.log.debug(`changelog: ${file} (${state.byteLength} bytes) resolved in ${Math.round(resolvedMs)} ms, written in ${Math.round(performance.now() - t0 - resolvedMs)} ms`);
+        const written: string[] = [];
+        for (const { file: of, state } of states) {
+          // A parallel task's whole state is named after its file too: one per task beside the others.
+          const tag = of === STATE_FILE ? this.diskSuffix : `${this.diskSuffix}-${of.replace(/\.bin$/, "")}`;
+          let published = () => {};
+          try {
+            const file = await write({ pieces: [state], byteLength: state.byteLength }, tag, () => {
+              // Named after the next checkpoint, which retention keeps it for: no checkpoint may
+              // start until the chain takes it (below), or that one would not list it and the
+              // commit of it would prune the file before the next one could.
+              this.publishing = new Promise<void>((resolve) => (published = resolve));
+              return this.nextCheckpointId;
+            });
+            this.changelogs.startAt(of, { file, id, bytes: state.byteLength });
+            written.push(`${file} (${state.byteLength} bytes)`);
+          } finally {
+            this.publishing = undefined;
+            published();
+          }
+        }
+        this.log.debug(`changelog: ${written.join(", ")} resolved in ${Math.round(resolvedMs)} ms, written in ${Math.round(performance.now() - t0 - resolvedMs)} ms`);
       })
       .catch((err: unknown) => this.log.warn(`changelog: the whole state could not be written (${errorMessage(err)}); checkpoints go on replaying the changes since the last one`))
       .finally(() => {
@@ -739,16 +723,23 @@ export class JobDriver {
 
   /** Every task of a parallel job acknowledged checkpoint `c.id` and the sink task aligned it: commit it. */
   private completeParallelCheckpoint(c: ParallelCheckpoint, plan: ParallelPlan): Promise<void> {
-    const tasks: CheckpointMeta["tasks"] = c.tasks.map((t) => ({
-      task: t.task,
-      subtask: t.subtask,
-      ...(t.state ? { file: taskFile(t) } : {}),
-      bytes: t.state?.byteLength ?? 0,
-      ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}),
-      alignmentMs: t.alignmentMs,
-      ...(t.disk ? { disk: t.disk } : {}),
-    }));
-    return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks }, undefined, undefined, !c.final);
+    const changelogs: TaskChangelogs = new Map();
+    const tasks: CheckpointMeta["tasks"] = c.tasks.map((t) => {
+      const changelog = t.task === "keyed" ? c.changelogs[t.subtask] : undefined;
+      if (changelog !== undefined) changelogs.set(taskFile(t), { ...changelog, bytes: t.state?.byteLength ?? 0 });
+      return {
+        task: t.task,
+        subtask: t.subtask,
+        ...(t.state ? { file: taskFile(t) } : {}),
+        bytes: t.state?.byteLength ?? 0,
+        ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}),
+        alignmentMs: t.alignmentMs,
+        ...(t.disk ? { disk: t.disk } : {}),
+        ...(changelog?.chain ? { changelog: chainMeta(changelog.chain) } : {}),
+      };
+    });
+    const extra = { parallelism: plan.parallelism, maxParallelism: plan.maxParallelism, tasks };
+    return this.commitCheckpoint(c.id, c.startedAt, c.t0, c.tasks, c.positions, extra, undefined, changelogs.size > 0 ? changelogs : undefined, !c.final);
   }
 
   /**
@@ -767,7 +758,7 @@ export class JobDriver {
     sources: Record<string, JsonValue>,
     extra: Pick<CheckpointMeta, "parallelism" | "maxParallelism" | "tasks" | "disk" | "changelog">,
     hold?: SnapshotHold,
-    changelog?: PreparedCheckpoint["changelog"],
+    changelogs?: TaskChangelogs,
     /** False for a parallel job's last checkpoint: the job ends once it is committed. */
     mayOverlap = true,
   ): Promise<void> {
@@ -777,7 +768,7 @@ export class JobDriver {
     };
     let finish: () => Promise<void>;
     try {
-      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra, hold, changelog);
+      finish = await this.twoPhaseCommit(id, started, t0, state, sources, extra, hold, changelogs);
     } catch (err) {
       throw failed(err);
     }
@@ -800,12 +791,17 @@ export class JobDriver {
     return [...this.sinks.values()].every((s) => s.writesBeforeCommit === true) && this.requireDeadLetters().writesBeforeCommit === true;
   }
 
-  /** Waits for the previous checkpoint's second half, if still running; rethrows its failure. */
+  /**
+   * Waits for the previous checkpoint's second half, if still running (rethrows its failure), and
+   * for a whole state being published (startBaseWrite). The caller takes the next checkpoint's id
+   * at once after this, with no await between.
+   */
   private async settleCheckpoint(): Promise<void> {
     const f = this.finishing;
     this.finishing = undefined;
     if (f) await f;
     if (this.finishingFailure !== undefined) throw this.finishingFailure;
+    while (this.publishing !== undefined) await this.publishing;
   }
 
   private checkpointFailed(f: FailedCheckpoint): void {
@@ -815,12 +811,13 @@ export class JobDriver {
   }
 
   /** Phase 1 (sinks prepare); resolves with the rest (write, commit, mark), for commitCheckpoint to run. */
-  private async twoPhaseCommit(...[id, started, t0, state, sources, extra, hold, changelog]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
+  private async twoPhaseCommit(...[id, started, t0, state, sources, extra, hold, changelogs]: Parameters<JobDriver["commitCheckpoint"]>): Promise<() => Promise<void>> {
     const snapshotBytes = Array.isArray(state) ? state.reduce((n, t) => n + (t.state?.byteLength ?? 0), 0) : state.byteLength;
     // Disk-backend chains: the whole state a restore reads, and what this checkpoint added to it.
     const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
-    // A changelog checkpoint: its own file holds the changes, and a restore reads its chain too.
-    const changelogBytes = changelog?.chain?.reduce((n, l) => n + l.bytes, 0) ?? 0;
+    // A changelog checkpoint: its own files hold the changes, and a restore reads their chains too.
+    let changelogBytes = 0;
+    for (const c of changelogs?.values() ?? []) for (const l of c.chain ?? []) changelogBytes += l.bytes;
     const stateBytes = snapshotBytes + changelogBytes + chains.reduce((n, c) => n + c.files.reduce((m, f) => m + f.bytes, 0), 0);
     const incrementalBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.filter((f) => f.checkpoint === id).reduce((m, f) => m + f.bytes, 0), 0);
     const sinkList = [...this.sinks.values()];
@@ -834,7 +831,7 @@ export class JobDriver {
     });
     crashPoint("after-precommit");
     phase.push(performance.now());
-    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes, hold, changelog });
+    return () => this.finishCheckpoint({ id, started, t0, state, sources, extra, sinkList, prepared, sinks, deadLetters, phase, stateBytes, incrementalBytes, hold, changelogs });
   }
 
   /** Phase 2 of a prepared checkpoint: `chk-<id>` written durably, sinks commit, marked committed, sources told. */
@@ -862,7 +859,7 @@ export class JobDriver {
     } finally {
       c.hold?.release();
     }
-    if (c.changelog) this.changelogWritten(c.changelog, { file: `${checkpointFolderName(id)}/state.bin`, id, bytes: incrementalBytes });
+    if (c.changelogs) this.changelogsWritten(id, c.changelogs);
     crashPoint("after-checkpoint-write");
     phase.push(performance.now());
     await Promise.all(sinkList.map((s, i) => s.commit(id, prepared[i] ?? null)));

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { eventually, RUNNER_DIR, runCli, startCli } from "../../test/run-cli";
+import { readCheckpointFolder, writeSavepoint } from "./checkpoints";
 
 const FIXTURE = path.join(RUNNER_DIR, "test", "fixtures", "file-filter");
 
@@ -98,8 +99,8 @@ describe("keyflow run: file -> filter -> file", () => {
 });
 
 describe("keyflow run: changelog checkpoints of keyed state", () => {
-  it("writes changes over a whole state written in the background, and a run resumed from such a checkpoint writes the uninterrupted output", async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-changelog-"));
+  /** A velocity pipeline over `payments` payments of 3 000 cards, in `dir`. */
+  function velocityPipeline(dir: string, payments = 60_000): string {
     const pipeline = path.join(dir, "pipeline.json");
     writeFileSync(
       pipeline,
@@ -121,8 +122,15 @@ describe("keyflow run: changelog checkpoints of keyed state", () => {
         ],
       }),
     );
-    const lines = Array.from({ length: 60_000 }, (_, i) => JSON.stringify({ id: `t${i}`, card: `c${(i * 7919) % 3_000}`, ts: 1767225600000 + i }));
+    const lines = Array.from({ length: payments }, (_, i) => JSON.stringify({ id: `t${i}`, card: `c${(i * 7919) % 3_000}`, ts: 1767225600000 + i }));
     writeFileSync(path.join(dir, "payments.jsonl"), lines.join("\n") + "\n");
+    return pipeline;
+  }
+  const sortedLines = (file: string) => readFileSync(file, "utf8").split("\n").filter(Boolean).sort();
+
+  it("writes changes over a whole state written in the background, and a run resumed from such a checkpoint writes the uninterrupted output", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-changelog-"));
+    const pipeline = velocityPipeline(dir);
     const reference = await runCli(["run", pipeline]);
     expect(reference.code, reference.stderr).toBe(0);
     const expected = readFileSync(path.join(dir, "out", "alerts.jsonl"), "utf8");
@@ -146,5 +154,58 @@ describe("keyflow run: changelog checkpoints of keyed state", () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain(`(resumed from checkpoint ${Number(chosen.slice(4))})`);
     expect(readFileSync(path.join(dir, "out", "alerts.jsonl"), "utf8")).toBe(expected);
+  });
+
+  it("parallel keyed subtasks write their changes each over a chain of their own, and resuming at parallelism 1, 2 or 3 writes the uninterrupted output", { timeout: 180_000 }, async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-changelog-p2-"));
+    // Longer than the single-threaded case's: a parallel job's checkpoints are fewer per record.
+    const pipeline = velocityPipeline(dir, 200_000);
+    const reference = await runCli(["run", pipeline]);
+    expect(reference.code, reference.stderr).toBe(0);
+    const expected = sortedLines(path.join(dir, "out", "alerts.jsonl"));
+    expect(expected.length).toBeGreaterThan(10_000);
+
+    const ckpt = path.join(dir, "ckpt");
+    const first = await runCli(["run", pipeline, "--checkpoint-dir", ckpt, "--checkpoint-interval", "1", "--parallelism", "2"]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(sortedLines(path.join(dir, "out", "alerts.jsonl"))).toEqual(expected);
+    const folders = readdirSync(ckpt).filter((n) => n.startsWith("chk-")).sort();
+    type Task = { task: string; subtask: number; file?: string; bytes: number; changelog?: { chain: string[] } };
+    const tasksOf = (n: string) => (JSON.parse(readFileSync(path.join(ckpt, n, "_metadata.json"), "utf8")) as { tasks: Task[]; changelog?: unknown }).tasks;
+    const keyedOf = (n: string) => tasksOf(n).filter((t) => t.task === "keyed");
+    // The first checkpoint is whole; later ones list, per keyed subtask, a chain of that subtask's own files.
+    expect(keyedOf(folders[0] as string).map((t) => t.changelog)).toEqual([undefined, undefined]);
+    const chained = folders.filter((n) => keyedOf(n).every((t) => t.changelog !== undefined));
+    expect(chained.length).toBeGreaterThan(folders.length / 2);
+    for (const n of chained) {
+      for (const t of keyedOf(n)) {
+        for (const f of t.changelog!.chain) expect(f).toMatch(f.startsWith("../shared/") ? new RegExp(`^\\.\\./shared/heap-\\d{10}-.*-task-keyed-${t.subtask}\\.full$`) : new RegExp(`^\\.\\./chk-\\d{10}/task-keyed-${t.subtask}\\.bin$`));
+      }
+      // The source task's state stays whole.
+      expect(tasksOf(n).find((t) => t.task === "source")?.changelog).toBeUndefined();
+    }
+    // Not the last one (the end of the input): the resumed runs must replay a part of it.
+    const overShared = chained.filter((n) => n !== folders.at(-1) && keyedOf(n).every((t) => t.changelog!.chain[0]!.startsWith("../shared/heap-")));
+    expect(overShared.length).toBeGreaterThan(0);
+
+    // "Crash" right after a checkpoint mid-chain over whole states in shared/, then resume at each parallelism.
+    const chosen = overShared.find((n) => keyedOf(n).every((t) => t.changelog!.chain.length >= 2)) ?? (overShared[0] as string);
+    // A savepoint of it holds each subtask's state resolved, and no chain.
+    const original = await readCheckpointFolder(path.join(ckpt, chosen));
+    const saved = await readCheckpointFolder(await writeSavepoint(path.join(ckpt, chosen), mkdtempSync(path.join(tmpdir(), "keyflow-changelog-sp-")), "p2"));
+    expect(saved.meta.tasks!.filter((t) => t.changelog !== undefined)).toEqual([]);
+    const base64 = (c: Awaited<ReturnType<typeof readCheckpointFolder>>) => c.tasks!.map((t) => [t.task, t.subtask, Buffer.from(t.state).toString("base64")]);
+    expect(base64(saved)).toEqual(base64(original));
+    expect(saved.meta.tasks!.filter((t) => t.task === "keyed").map((t) => t.bytes)).toEqual(original.tasks!.filter((t) => t.task === "keyed").map((t) => t.state.byteLength));
+
+    for (const n of folders) if (n > chosen) rmSync(path.join(ckpt, n), { recursive: true, force: true });
+    for (const parallelism of ["1", "2", "3"]) {
+      const copy = mkdtempSync(path.join(tmpdir(), `keyflow-changelog-p${parallelism}-`));
+      cpSync(dir, copy, { recursive: true });
+      const resumed = await runCli(["run", path.join(copy, "pipeline.json"), "--checkpoint-dir", path.join(copy, "ckpt"), "--parallelism", parallelism]);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stdout).toContain(`(resumed from checkpoint ${Number(chosen.slice(4))})`);
+      expect(sortedLines(path.join(copy, "out", "alerts.jsonl")), `resumed at parallelism ${parallelism}`).toEqual(expected);
+    }
   });
 });

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { keyGroupOf, keyGroupRangeContains, LocalJob, mergeJobSnapshots, type KeyGroupRange, type PipelineDocument } from "@keyflow/operators";
 import { isNotFound } from "../io/file/atomic";
-import { z } from "zod";
 import { diskChainSchema, type DiskChain } from "./chain-files";
 import { DiskStateStore } from "./disk-store";
+import { changelogChains } from "../job/changelog-chains";
 
 /** The folder under a checkpoint folder's parent where chain files live (Flink's `shared/`). */
 export const SHARED_DIR = "shared";
@@ -136,11 +136,11 @@ export async function pruneSharedFiles(location: string, retainedDirs: readonly 
   for (const dir of retainedDirs) {
     let meta: DiskMetaView;
     try {
-      const raw = JSON.parse(await fs.readFile(path.join(dir, "_metadata.json"), "utf8")) as { disk?: unknown; tasks?: Array<{ disk?: unknown }>; changelog?: { chain?: unknown } };
+      const raw = JSON.parse(await fs.readFile(path.join(dir, "_metadata.json"), "utf8")) as { disk?: unknown; tasks?: Array<{ disk?: unknown }> };
       const chains = [raw.disk, ...(raw.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined).map((c) => diskChainSchema.parse(c));
       meta = { id: 0, tasks: chains.map((disk, i) => ({ task: "keyed", subtask: i, disk })) };
-      // A heap changelog checkpoint's whole state may be a file here too (written in the background).
-      for (const f of z.array(z.string()).parse(raw.changelog?.chain ?? [])) needed.add(path.resolve(dir, f));
+      // A heap changelog checkpoint's whole states may be files here too (written in the background).
+      for (const f of changelogChains(raw)) needed.add(path.resolve(dir, f));
     } catch (err) {
       // A folder without readable metadata (being written, or damaged) may need any file: keep all.
       if (isNotFound(err)) return;

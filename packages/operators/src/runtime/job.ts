@@ -548,9 +548,10 @@ export class LocalJob {
   /**
    * The whole job's state: every operator's snapshot and every source's partition watermarks.
    * Emissions not yet drained are not part of it: drain (and write them) before snapshotting.
+   * With `changelog`, a changelog checkpoint's snapshot, as snapshotPieces takes it.
    */
-  snapshot(): Uint8Array {
-    return joinPieces(this.snapshotPieces());
+  snapshot(changelog?: ChangelogSnapshot): Uint8Array {
+    return joinPieces(this.snapshotPieces(undefined, changelog));
   }
 
   /**
