@@ -8,8 +8,8 @@
 //
 // Checkpoints (aligned barriers, Flink's Chandy-Lamport variant): the coordinator lets the source
 // task inject barrier n between two batches (interval, minimum pause, timeout, one at a time); the
-// source task snapshots its LocalJob and source positions there. Each subtask aligns, snapshots,
-// acknowledges with its bytes and alignment time, and forwards the barrier. When the sink task has
+// source task snapshots its LocalJob and source positions there. Each subtask aligns, forwards the
+// barrier, snapshots, and acknowledges with its bytes and alignment time. When the sink task has
 // aligned barrier n on all its channels, everything before the barrier has been written: with every
 // acknowledgement in, the driver's two-phase commit runs as today (sinks prepare, `chk-n/` with one
 // file per task and `_metadata.json` written atomically, sinks commit, `_committed`).
@@ -46,6 +46,7 @@ import { routeKeySelectors, type ParallelPlan } from "./plan";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
 import { KeySkew } from "../ops/skew";
 import { pushSourceBatch, type PartitionActivity } from "../job/push-batch";
+import { nextCheckpointDue } from "../job/checkpoint-schedule";
 import { startSources } from "../job/source-order";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, SINK_JSON, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
 
@@ -138,6 +139,8 @@ type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind
 
 interface PendingCheckpoint {
   id: number;
+  /** When it was due (0: asked for now, a savepoint), and when its barrier was injected. */
+  dueAt: number;
   startedAt: number;
   t0: number;
   head: Uint8Array;
@@ -592,6 +595,7 @@ export class ParallelExecution {
   /** Snapshots the source task and sends barrier `id` down every channel; `timeoutMs` undefined: the final checkpoint (no timeout). */
   private async injectBarrier(timeoutMs: number | undefined): Promise<void> {
     const { clock } = this.ctx;
+    const dueAt = this.nextCheckpointAt;
     await this.flushSourceTask();
     // One checkpoint at a time, its asynchronous part included; the id is taken right after (no await between).
     await this.ctx.settle?.();
@@ -605,6 +609,7 @@ export class ParallelExecution {
     const done = new Promise<void>((resolve) => (finish = resolve));
     const p: PendingCheckpoint = {
       id,
+      dueAt,
       startedAt: clock.now(),
       t0,
       head,
@@ -663,7 +668,7 @@ export class ParallelExecution {
     await this.ctx.complete({ id, startedAt: p.startedAt, t0: p.t0, tasks, positions: p.positions, final: p.final, changelogs: p.changelogs });
     this.pending = undefined;
     const { clock, doc } = this.ctx;
-    this.nextCheckpointAt = Math.max(p.startedAt + this.ctx.checkpointIntervalMs, clock.now() + doc.settings.minPauseBetweenCheckpointsMs);
+    this.nextCheckpointAt = nextCheckpointDue(p.dueAt, p.startedAt, this.ctx.checkpointIntervalMs, clock.now() + doc.settings.minPauseBetweenCheckpointsMs);
     p.finish();
   }
 

@@ -1,8 +1,8 @@
 // One keyed subtask in a worker thread: a LocalJob of the keyed sub-graph restricted to this
 // subtask's key-group range, fed pre-routed records and watermarks by the source task over a
 // credit-based channel, writing its sink records and dead letters to the sink task's channel.
-// Barriers are aligned over the input channels; on alignment the subtask snapshots its state,
-// acknowledges the checkpoint to the coordinator with the bytes, and forwards the barrier.
+// Barriers are aligned over the input channels; on alignment the subtask forwards the barrier,
+// snapshots its state and acknowledges the checkpoint to the coordinator with the bytes.
 import { parentPort, workerData } from "node:worker_threads";
 import { LocalJob, mergeJobSnapshots, setKeptColumnsVerification, type JobEmission, type NodeMetrics } from "@keyflow/operators";
 import { CreditSender, InputGate, TimeAccount } from "./channel";
@@ -155,6 +155,9 @@ async function main(): Promise<void> {
     } else if (next.kind === "aligned") {
       collect(job.drain());
       await flush();
+      // Forwarded first (as Flink's tasks do): the sink task aligns it while this subtask snapshots,
+      // and nothing runs here between the two, so the snapshot is still the state at the barrier.
+      out.event({ kind: "barrier", id: next.id });
       const t0 = performance.now();
       // Heap state kept in a checkpoint folder: the barrier says whether to write it whole or only its changes.
       const state = disk ? disk.referenceSnapshots(() => job.snapshot()) : job.snapshot(next.options?.changelog);
@@ -162,7 +165,6 @@ async function main(): Promise<void> {
       const syncMs = performance.now() - t0;
       pacer.packed();
       post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs, ...(chain ? { disk: chain } : {}) }, [state.buffer as ArrayBuffer]);
-      out.event({ kind: "barrier", id: next.id });
     } else {
       collect(job.drain());
       await flush();

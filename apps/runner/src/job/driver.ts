@@ -27,6 +27,7 @@ import { BatchQueue } from "./batch-queue";
 import { ChangelogCompactor } from "./changelog-compactor";
 import { ChangelogChains, chainMeta, type TaskChangelog } from "./changelog-chains";
 import { MaterializePacer } from "./materialize";
+import { nextCheckpointDue } from "./checkpoint-schedule";
 import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
@@ -537,7 +538,7 @@ export class JobDriver {
       ),
     );
     const minPause = this.opts.doc.settings.minPauseBetweenCheckpointsMs;
-    // The next checkpoint is due `interval` after the last one started, and `minPause` after it ended.
+    // The next checkpoint is due `interval` after the last one was due, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
     const pacer = new MaterializePacer(interval);
     while (active > 0) {
@@ -569,8 +570,9 @@ export class JobDriver {
       taken?.done();
       if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();
+        const due = this.checkpointWanted ? startedAt : nextCheckpointAt;
         await this.checkpoint();
-        nextCheckpointAt = Math.max(startedAt + interval, clock.now() + minPause);
+        nextCheckpointAt = nextCheckpointDue(due, startedAt, interval, clock.now() + minPause);
         pacer.packed();
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
