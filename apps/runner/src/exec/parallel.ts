@@ -125,6 +125,8 @@ export interface ParallelContext {
    * one); undefined: a plain snapshot.
    */
   changelogFor?(subtask: number): TaskChangelog | undefined;
+  /** Starts writing a task's state file of checkpoint `id` as soon as the task acknowledged (CheckpointStore.stageTaskState). */
+  stage?(id: number, task: { task: "source" | "keyed"; subtask: number }, state: Uint8Array): void;
   nextCheckpointId(): number;
   checkpointIntervalMs: number;
   tickMs: number;
@@ -343,6 +345,7 @@ export class ParallelExecution {
         const p = this.pending;
         if (!p || p.id !== m.id) return; // an aborted checkpoint
         p.acks.set(i, { state: m.state, alignmentMs: m.alignmentMs, disk: m.disk });
+        this.ctx.stage?.(p.id, { task: "keyed", subtask: i }, m.state);
         if (p.acks.size === this.n) p.allAcked();
         return;
       }
@@ -625,6 +628,7 @@ export class ParallelExecution {
       finish,
     };
     this.pending = p;
+    this.ctx.stage?.(id, { task: "source", subtask: 0 }, head);
     if (timeoutMs !== undefined) {
       p.timer = setTimeout(() => this.abortCheckpoint(p, `not acknowledged by every task within checkpointTimeoutMs (${timeoutMs} ms)`), timeoutMs);
       p.timer.unref?.();

@@ -54,6 +54,50 @@ describe("DirectoryCheckpointStore.write", () => {
   });
 });
 
+describe("DirectoryCheckpointStore.stageTaskState", () => {
+  it("writes task files ahead into the folder in progress; write() adds the rest and renames it, without writing them again", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const store = new DirectoryCheckpointStore(dir, 3);
+    await store.acquire();
+    store.stageTaskState(4, "task-keyed-0.bin", new Uint8Array([0, 9]));
+    store.stageTaskState(4, "task-source-0.bin", new Uint8Array([5]));
+    // write() is handed other bytes for the staged files: the staged ones are what the folder holds.
+    const tasks = [
+      { task: "source" as const, subtask: 0, state: new Uint8Array([6]), alignmentMs: 0 },
+      { task: "keyed" as const, subtask: 0, state: new Uint8Array([1]), alignmentMs: 0 },
+      { task: "keyed" as const, subtask: 1, state: new Uint8Array([1, 1]), alignmentMs: 0 },
+    ];
+    await store.write(meta(4), tasks);
+    expect(readdirSync(dir).filter((n) => n.startsWith(".chk-"))).toEqual([]);
+    const folder = path.join(dir, "chk-0000000004");
+    expect(readdirSync(folder).sort()).toEqual(["_metadata.json", "task-keyed-0.bin", "task-keyed-1.bin", "task-source-0.bin"]);
+    expect([...readFileSync(path.join(folder, "task-keyed-0.bin"))]).toEqual([0, 9]);
+    expect([...readFileSync(path.join(folder, "task-source-0.bin"))]).toEqual([5]);
+    expect([...readFileSync(path.join(folder, "task-keyed-1.bin"))]).toEqual([1, 1]);
+    await store.release();
+  });
+
+  it("a staged file that fails fails write(), naming why, and leaves no folder; an aborted checkpoint's staged folder goes at the next commit", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const store = new DirectoryCheckpointStore(dir, 3);
+    await store.acquire();
+    const gone = new Uint8Array(8);
+    structuredClone(gone.buffer, { transfer: [gone.buffer] });
+    store.stageTaskState(1, "task-keyed-0.bin", gone);
+    await expect(store.write(meta(1), [{ task: "keyed", subtask: 0, state: new Uint8Array(1), alignmentMs: 0 }])).rejects.toThrow(/detached|out of bounds|length/i);
+    expect(readdirSync(dir).filter((n) => n.includes("chk-"))).toEqual([]);
+
+    store.stageTaskState(2, "task-keyed-0.bin", new Uint8Array([1])); // checkpoint 2 is aborted
+    const staging = () => readdirSync(dir).filter((n) => n.startsWith(".chk-0000000002."));
+    for (const until = Date.now() + 10_000; staging().length === 0 && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(staging()).toHaveLength(1);
+    await store.write(meta(3), [{ task: "keyed", subtask: 0, state: new Uint8Array([3]), alignmentMs: 0 }]);
+    await store.markCommitted(3);
+    expect(readdirSync(dir).filter((n) => n.includes("chk-")).sort()).toEqual(["chk-0000000003"]);
+    await store.release();
+  });
+});
+
 describe("writePieces", () => {
   it("goes on from where a gathered write stopped, mid-piece or between pieces", async () => {
     const pieces = [Uint8Array.from([1, 2, 3]), Uint8Array.from([4]), new Uint8Array(0), Uint8Array.from([5, 6, 7, 8, 9])];

@@ -132,6 +132,13 @@ export interface CheckpointStore {
    * next checkpoint then, so that retention keeps it until a checkpoint that could list it completes.
    */
   writeSharedState?(state: SnapshotPieces, tag: string, id: () => number): Promise<string>;
+  /**
+   * Stores that keep files: starts writing one task's state file of checkpoint `id` durably into the
+   * folder being prepared for it, ahead of write() (a parallel job's subtask acknowledged), as Flink's
+   * tasks persist their own state before the coordinator writes the metadata: the checkpoint's commit
+   * then waits only for the rest. write() skips the files staged and rethrows their failure.
+   */
+  stageTaskState?(id: number, file: string, data: Uint8Array): void;
   /** Throws a FencedError (./lease.ts) when another runner took the folder over; stores without a folder own nothing. */
   checkOwner?(what: string): Promise<void>;
   /** The folder of checkpoint `id`, or undefined when checkpoints are not kept. */
@@ -164,10 +171,14 @@ const CHK = /^chk-(\d+)$/;
 /** The folder of checkpoint `id` under the store's location. */
 export const checkpointFolderName = (id: number) => `chk-${String(id).padStart(10, "0")}`;
 const name = checkpointFolderName;
+/** A checkpoint folder being written (renamed into place once whole). */
+const inProgressName = (id: number) => `.${name(id)}.inprogress-${randomBytes(4).toString("hex")}`;
 
 export class DirectoryCheckpointStore implements CheckpointStore {
   /** Ownership of the folder; a replaced runner is fenced at its next write (./lease.ts). */
   private readonly lease: FolderLease;
+  /** Checkpoints whose task files are being written ahead (stageTaskState): their folder in progress and its files' writes. */
+  private readonly staged = new Map<number, { tmp: string; made: Promise<unknown>; files: Map<string, Promise<void>> }>();
 
   constructor(
     readonly location: string,
@@ -222,15 +233,31 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     return (all[all.length - 1]?.id ?? 0) + 1;
   }
 
+  stageTaskState(id: number, file: string, data: Uint8Array): void {
+    let s = this.staged.get(id);
+    if (s === undefined) {
+      const tmp = path.join(this.location, inProgressName(id));
+      s = { tmp, made: fs.mkdir(tmp, { recursive: true }), files: new Map() };
+      this.staged.set(id, s);
+    }
+    const write = s.made.then(() => writeSynced(path.join(s.tmp, file), data));
+    write.catch(() => {}); // write() rethrows it; a checkpoint aborted meanwhile never looks
+    s.files.set(file, write);
+  }
+
   async write(meta: CheckpointMeta, state: CheckpointState): Promise<void> {
-    await writeFolder(this.location, name(meta.id), `.${name(meta.id)}.inprogress-${randomBytes(4).toString("hex")}`, async (tmp) => {
+    const staged = this.staged.get(meta.id);
+    // Older ones were aborted: retention removes their folders.
+    for (const id of this.staged.keys()) if (id <= meta.id) this.staged.delete(id);
+    await writeFolder(this.location, name(meta.id), staged ? path.basename(staged.tmp) : inProgressName(meta.id), async (tmp) => {
       // The files at once: their fsyncs overlap (each waits for the device), and the folder is only
       // renamed into place once all of them are durable. A checkpoint of an exactly-once job is on
       // every alert's path: its sinks commit after this.
       const files: Array<[string, string | Uint8Array | SnapshotPieces]> = Array.isArray(state) ? state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : [])) : [[STATE_FILE, state]];
       files.push(["_metadata.json", JSON.stringify(meta, null, 2) + "\n"]);
+      const writes = files.map(([file, data]) => staged?.files.get(file) ?? writeSynced(path.join(tmp, file), data));
       // Every write settled before a failure is thrown: the folder is removed then, with no write still going on in it.
-      const written = await Promise.allSettled(files.map(([file, data]) => writeSynced(path.join(tmp, file), data)));
+      const written = await Promise.allSettled(writes);
       for (const w of written) if (w.status === "rejected") throw w.reason;
       await this.lease.check(`checkpoint ${meta.id}`); // last, just before the rename makes it visible
     });
@@ -280,8 +307,9 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       if (e.id < keepFrom && !unknown && !needed.has(path.resolve(e.dir))) await fs.rm(e.dir, { recursive: true, force: true });
     }
     await pruneSharedFiles(this.location, retained.map((e) => e.dir), all[all.length - 1]?.id ?? 0);
+    const staging = new Set([...this.staged.values()].map((s) => path.basename(s.tmp)));
     for (const n of await fs.readdir(this.location)) {
-      if (n.startsWith(".chk-") && n.includes(".inprogress-")) await fs.rm(path.join(this.location, n), { recursive: true, force: true });
+      if (n.startsWith(".chk-") && n.includes(".inprogress-") && !staging.has(n)) await fs.rm(path.join(this.location, n), { recursive: true, force: true });
     }
   }
 }

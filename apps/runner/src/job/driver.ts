@@ -356,6 +356,7 @@ export class JobDriver {
           write: (emissions) => this.route(emissions),
           complete: (c) => this.completeParallelCheckpoint(c, plan),
           changelogFor: (subtask) => (this.changelogsKept() ? this.changelogs.take(taskFile({ task: "keyed", subtask })) : undefined),
+          stage: (id, task, state) => checkpoints.stageTaskState?.(id, taskFile(task), state),
           settle: () => this.settleCheckpoint(),
           aborted: (f) => this.checkpointFailed(f),
           nextCheckpointId: () => this.nextCheckpointId++,
