@@ -255,7 +255,8 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       // every alert's path: its sinks commit after this.
       const files: Array<[string, string | Uint8Array | SnapshotPieces]> = Array.isArray(state) ? state.flatMap((t): Array<[string, Uint8Array]> => (t.state ? [[taskFile(t), t.state]] : [])) : [[STATE_FILE, state]];
       files.push(["_metadata.json", JSON.stringify(meta, null, 2) + "\n"]);
-      const writes = files.map(([file, data]) => staged?.files.get(file) ?? writeSynced(path.join(tmp, file), data));
+      // Every staged write awaited, listed or not: nothing may still be written into the folder once renamed.
+      const writes = [...(staged?.files.values() ?? []), ...files.filter(([file]) => !staged?.files.has(file)).map(([file, data]) => writeSynced(path.join(tmp, file), data))];
       // Every write settled before a failure is thrown: the folder is removed then, with no write still going on in it.
       const written = await Promise.allSettled(writes);
       for (const w of written) if (w.status === "rejected") throw w.reason;
