@@ -55,6 +55,22 @@ describe("InputGate", () => {
     expect(g.pendingBarrier).toBeUndefined();
   });
 
+  it("hands the aligning task its barrier's options (the snapshot a changelog checkpoint takes), and a newer barrier's over an older one's", () => {
+    const g = new InputGate<string>(2);
+    g.push(0, { kind: "barrier", id: 3, options: { changelog: "changes" } });
+    g.push(1, { kind: "barrier", id: 3, options: { changelog: "changes" } });
+    expect(g.poll()).toMatchObject({ kind: "aligned", id: 3, options: { changelog: "changes" } });
+    // Barrier 4 superseded by 5 before it aligned: the task takes 5's snapshot, as 5 asks.
+    g.push(0, { kind: "barrier", id: 4, options: { changelog: "changes" } });
+    g.push(0, { kind: "barrier", id: 5, options: { changelog: "whole" } });
+    g.push(1, { kind: "barrier", id: 5, options: { changelog: "whole" } });
+    expect(g.poll()).toMatchObject({ kind: "aligned", id: 5, options: { changelog: "whole" } });
+    // A barrier without options aligns without them.
+    g.push(0, barrier(6));
+    g.push(1, barrier(6));
+    expect(g.poll()).toEqual({ kind: "aligned", id: 6, alignmentMs: expect.any(Number) as number });
+  });
+
   it("counts ended channels as aligned, and ends when every channel ended", () => {
     const g = new InputGate<string>(2);
     g.push(0, data("a"));
