@@ -2,17 +2,15 @@
 // replays its chains, and hands the whole states back (one per state file asked for) without a copy.
 import { parentPort } from "node:worker_threads";
 import type { CompactorReply } from "./changelog-compactor";
-import { readCheckpointFolder, STATE_FILE, taskFile } from "./checkpoints";
+import { readCheckpointFolder, statesByFile } from "./checkpoints";
 
 const port = parentPort;
 if (port === null) throw new Error("changelog-compactor-worker runs in a worker thread");
 
 port.on("message", (m: { id: number; dir: string; files: string[] }) => {
   readCheckpointFolder(m.dir)
-    .then(({ state, tasks }) => {
-      const resolved = new Map<string, Uint8Array>();
-      if (state !== undefined) resolved.set(STATE_FILE, state);
-      for (const t of tasks ?? []) resolved.set(taskFile(t), t.state);
+    .then((stored) => {
+      const resolved = statesByFile(stored);
       const states = m.files.map((file) => {
         const s = resolved.get(file);
         if (s === undefined) throw new Error(`checkpoint "${m.dir}" has no state file ${file}`);

@@ -333,15 +333,26 @@ export async function readCheckpointFolder(dir: string): Promise<StoredCheckpoin
     const tasks: NonNullable<StoredCheckpoint["tasks"]> = [];
     for (const t of meta.tasks) {
       if (t.file === undefined) continue;
-      const own = new Uint8Array(await fs.readFile(path.join(dir, t.file)));
-      const state = t.changelog === undefined ? own : resolveChangelog([...(await readChain(dir, t.changelog.chain)), own]);
+      const state = await readStateFile(dir, t.file, t.changelog);
       tasks.push({ task: t.task, subtask: t.subtask, alignmentMs: t.alignmentMs, state, ...(t.keyGroups ? { keyGroups: t.keyGroups } : {}), ...(t.disk ? { disk: t.disk } : {}) });
     }
     return { meta, committed, state: undefined, tasks, dir };
   }
-  const own = new Uint8Array(await fs.readFile(path.join(dir, STATE_FILE)));
-  const state = meta.changelog === undefined ? own : resolveChangelog([...(await readChain(dir, meta.changelog.chain)), own]);
-  return { meta, committed, state, dir };
+  return { meta, committed, state: await readStateFile(dir, STATE_FILE, meta.changelog), dir };
+}
+
+/** A state file of the checkpoint folder `dir`, whole: with a changelog, its chain replayed and then its own changes. */
+async function readStateFile(dir: string, file: string, changelog: { chain: string[] } | undefined): Promise<Uint8Array> {
+  const own = new Uint8Array(await fs.readFile(path.join(dir, file)));
+  return changelog === undefined ? own : resolveChangelog([...(await readChain(dir, changelog.chain)), own]);
+}
+
+/** A read checkpoint's states, whole, by the file each was read from (`state.bin`, a parallel task's file). */
+export function statesByFile(c: Pick<StoredCheckpoint, "state" | "tasks">): Map<string, Uint8Array> {
+  const states = new Map<string, Uint8Array>();
+  if (c.state !== undefined) states.set(STATE_FILE, c.state);
+  for (const t of c.tasks ?? []) states.set(taskFile(t), t.state);
+  return states;
 }
 
 /** The files a changelog checkpoint in `dir` replays, read; a missing one is named with what it is. */
@@ -377,9 +388,7 @@ export async function writeSavepoint(from: string, root: string, jobId: string):
   const base = `savepoint-${jobId.replace(/[^A-Za-z0-9._-]/g, "_")}-${source.meta.id}-${randomBytes(3).toString("hex")}`;
   await writeFolder(root, base, `.${base}.inprogress`, async (tmp) => {
     // A changelog checkpoint's own state files hold only changes: the savepoint holds the state resolved.
-    const resolved = new Map<string, Uint8Array>();
-    if (source.state !== undefined) resolved.set(STATE_FILE, source.state);
-    for (const t of source.tasks ?? []) resolved.set(taskFile(t), t.state);
+    const resolved = statesByFile(source);
     for (const n of await fs.readdir(from)) {
       if (n === "_metadata.json") continue;
       await writeSynced(path.join(tmp, n), resolved.get(n) ?? new Uint8Array(await fs.readFile(path.join(from, n))));
