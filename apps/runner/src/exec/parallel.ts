@@ -49,6 +49,7 @@ import { pushSourceBatch, type PartitionActivity } from "../job/push-batch";
 import { nextCheckpointDue } from "../job/checkpoint-schedule";
 import { startSources } from "../job/source-order";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, SINK_JSON, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
+import { workerBundle } from "./worker-bundle";
 
 export interface ExchangeOptions {
   /** Records per network buffer (default 1024). */
@@ -158,7 +159,15 @@ interface PendingCheckpoint {
   finish: () => void;
 }
 
-const WORKER_ENTRY = new URL("./worker-entry.mjs", import.meta.url);
+/** A keyed subtask's module, run from its bundle (./worker-bundle.ts) or, failing that, from source through tsx. */
+const SUBTASK_MODULE = new URL("./worker.ts", import.meta.url);
+const SUBTASK_FROM_SOURCE = new URL("./worker-entry.mjs", import.meta.url);
+
+/** Starts building the keyed subtasks' bundle (a job calls it before it connects its sources and sinks). */
+export function prepareKeyedSubtasks(): void {
+  // A failure is reported by the execution that needs the bundle.
+  workerBundle(SUBTASK_MODULE).catch(() => {});
+}
 
 /** The checkpoint in flight, as live operations show it: which task acknowledged. */
 export interface CheckpointProgress {
@@ -207,6 +216,7 @@ export class ParallelExecution {
   private finalMetrics: Record<string, NodeMetrics> | undefined;
   private nextCheckpointAt = 0;
   private readonly startedAt = performance.now();
+  private readonly subtaskEntry: Promise<URL>;
   /** Live operations: records and hottest keys per keyed operator and subtask, counted at the exchange. */
   readonly skew: KeySkew;
   /** Live operations: the newest aborted checkpoints with their reason (at most 50). */
@@ -224,6 +234,10 @@ export class ParallelExecution {
     this.sinkGate = new InputGate<Payload>(this.n + 1);
     this.failed = new Promise<never>((_, reject) => (this.failure = reject));
     this.failed.catch(() => {});
+    this.subtaskEntry = workerBundle(SUBTASK_MODULE).catch((err: unknown) => {
+      ctx.log.warn(`keyed subtasks start from source (slower): their bundle could not be built: ${errorMessage(err)}`);
+      return SUBTASK_FROM_SOURCE;
+    });
   }
 
   /** Fails the run from outside its tasks (a checkpoint's second half that failed beside them). */
@@ -268,7 +282,7 @@ export class ParallelExecution {
     };
   }
 
-  private startWorkers(parts: ReturnType<ParallelExecution["restoreParts"]>): void {
+  private startWorkers(parts: ReturnType<ParallelExecution["restoreParts"]>, entry: URL): void {
     const { doc, clock } = this.ctx;
     for (let i = 0; i < this.n; i++) {
       const toWorker = new MessageChannel();
@@ -294,7 +308,7 @@ export class ParallelExecution {
         checkpointIntervalMs: this.ctx.checkpointIntervalMs,
         verifySnapshots: keptColumnsVerification(),
       };
-      const w = new Worker(WORKER_ENTRY, { workerData: init, transferList: [toWorker.port2, fromWorker.port2] });
+      const w = new Worker(entry, { workerData: init, transferList: [toWorker.port2, fromWorker.port2] });
       this.workers.push(w);
       this.reports.push(undefined);
       const sender = new CreditSender<Payload>((item) => postItem(toWorker.port1, item), this.buffersPerChannel);
@@ -363,7 +377,7 @@ export class ParallelExecution {
     const opts = { processingTime: clock.now(), remote };
     this.headJob = parts ? LocalJob.restore(doc, mergeJobSnapshots(parts.head), opts) : LocalJob.create(doc, opts);
     if (this.ctx.restored) for (const [id, pos] of Object.entries(this.ctx.restored.meta.sources)) this.positions.set(id, pos);
-    this.startWorkers(parts);
+    this.startWorkers(parts, await this.subtaskEntry);
     const sinkDone = this.sinkTask();
     // A sink task that fails (a checkpoint's commit that failed) fails the run now: the source task
     // would otherwise go on without checkpoints until its input ends.

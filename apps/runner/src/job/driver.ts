@@ -17,7 +17,7 @@
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
 import { LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
-import { ParallelExecution, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
+import { ParallelExecution, prepareKeyedSubtasks, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
 import type { Logger } from "../log";
@@ -314,6 +314,8 @@ export class JobDriver {
       acquired = true;
       const restored = await this.restorePoint();
       const plan = this.planParallel();
+      // Built while the sources and sinks connect, ready when the subtasks start.
+      if (plan) prepareKeyedSubtasks();
       // A parallel job builds its tasks' jobs itself; this one only lists the sources and sinks.
       const endpoints = plan ? LocalJob.create(doc) : (this.job = this.createJob(restored));
       this.restoredFrom = restored?.meta.id;
