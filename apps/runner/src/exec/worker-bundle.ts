@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { build, type Plugin } from "esbuild";
+import type { Plugin } from "esbuild";
 
 /**
  * Bundles live beside the runner's dependencies (apps/runner/node_modules/.cache, the usual place
@@ -42,6 +42,8 @@ export function workerBundle(entry: URL): Promise<URL> {
 
 async function buildBundle(entry: URL): Promise<URL> {
   const name = fileURLToPath(entry).replace(/^.*\//, "").replace(/\.ts$/, "");
+  // Loaded only by a process that starts workers.
+  const { build } = await import("esbuild");
   const result = await build({
     entryPoints: [fileURLToPath(entry)],
     bundle: true,

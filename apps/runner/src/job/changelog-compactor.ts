@@ -4,8 +4,12 @@
 // job's event loop that delayed every record, and taking the whole state from the live job instead
 // made it pack every key again (its groups are left behind once it only logs changes).
 import { Worker } from "node:worker_threads";
+import { workerBundle } from "../exec/worker-bundle";
+import { errorMessage, type Logger } from "../log";
 
-const ENTRY = new URL("./changelog-compactor-entry.mjs", import.meta.url);
+/** Run from its bundle (../exec/worker-bundle.ts), or from source through tsx when it cannot be built. */
+const MODULE = new URL("./changelog-compactor-worker.ts", import.meta.url);
+const FROM_SOURCE = new URL("./changelog-compactor-entry.mjs", import.meta.url);
 
 /** What the worker answers for request `id`. */
 export type CompactorReply = { id: number; states: ResolvedState[] } | { id: number; error: string };
@@ -18,18 +22,30 @@ export interface ResolvedState {
 
 export class ChangelogCompactor {
   private worker: Worker | undefined;
+  /** Where the worker starts from; built once the first compaction is asked for. */
+  private entry: Promise<URL> | undefined;
   private nextId = 0;
   private readonly waiting = new Map<number, { resolve: (states: ResolvedState[]) => void; reject: (err: Error) => void }>();
+
+  constructor(private readonly log?: Logger) {}
 
   /** The whole snapshots `files` of the checkpoint folder `dir` stand for, their chains replayed (readCheckpointFolder's states). */
   resolve(dir: string, files: string[]): Promise<ResolvedState[]> {
     const id = this.nextId++;
+    const entry = (this.entry ??= workerBundle(MODULE).catch((err: unknown) => {
+      this.log?.warn(`the changelog compactor starts from source (slower): its bundle could not be built: ${errorMessage(err)}`);
+      return FROM_SOURCE;
+    }));
     return new Promise<ResolvedState[]>((resolve, reject) => {
-      const w = this.start();
       this.waiting.set(id, { resolve, reject });
-      // Held while it works (a job that ended waits for its last compaction), let go while idle.
-      w.ref();
-      w.postMessage({ id, dir, files });
+      void entry.then((url) => {
+        // Closed meanwhile: close() has rejected it.
+        if (!this.waiting.has(id)) return;
+        const w = this.start(url);
+        // Held while it works (a job that ended waits for its last compaction), let go while idle.
+        w.ref();
+        w.postMessage({ id, dir, files });
+      });
     });
   }
 
@@ -41,9 +57,9 @@ export class ChangelogCompactor {
     this.failAll(new Error("the changelog compactor was closed"));
   }
 
-  private start(): Worker {
+  private start(entry: URL): Worker {
     if (this.worker !== undefined) return this.worker;
-    const w = new Worker(ENTRY);
+    const w = new Worker(entry);
     w.on("message", (m: CompactorReply) => {
       const p = this.waiting.get(m.id);
       if (p === undefined) return;

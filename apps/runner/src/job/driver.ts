@@ -691,7 +691,7 @@ export class JobDriver {
     const dir = checkpoints.pathOf(id);
     if (this.baseWrite !== undefined || checkpoints.writeSharedState === undefined || dir === undefined) return;
     const write = checkpoints.writeSharedState.bind(checkpoints);
-    const compactor = (this.compactor ??= new ChangelogCompactor());
+    const compactor = (this.compactor ??= new ChangelogCompactor(this.log));
     this.log.debug(`changelog: writing the whole state as of checkpoint ${id} (its chains replayed) for the checkpoints after it to build on`);
     const t0 = performance.now();
     this.baseWrite = compactor
