@@ -128,6 +128,8 @@ export interface ParallelContext {
   changelogFor?(subtask: number): TaskChangelog | undefined;
   /** Starts writing a task's state file of checkpoint `id` as soon as the task acknowledged (CheckpointStore.stageTaskState). */
   stage?(id: number, task: { task: "source" | "keyed"; subtask: number }, state: Uint8Array): void;
+  /** Keyed subtask `subtask`'s changes since its last changelog snapshot, taken ahead of the barrier after `after` (FromSubtask "changes"). */
+  changesAhead?(subtask: number, after: number, state: Uint8Array): void;
   nextCheckpointId(): number;
   checkpointIntervalMs: number;
   tickMs: number;
@@ -354,6 +356,9 @@ export class ParallelExecution {
         return;
       case "error":
         this.failure?.(new Error(m.message));
+        return;
+      case "changes":
+        this.ctx.changesAhead?.(i, m.after, m.state);
         return;
       case "ack": {
         const p = this.pending;

@@ -51,6 +51,12 @@ export interface SubtaskReport {
 export type FromSubtask =
   | { type: "ready" }
   | { type: "ack"; id: number; state: Uint8Array; alignmentMs: number; syncMs: number; disk?: DiskChain }
+  /**
+   * The heap state changed since the subtask's last changelog snapshot, taken ahead of its next
+   * barrier (../job/materialize.ts, ChangesAheadSchedule): a link of the chain of the first
+   * checkpoint after `after` (the last barrier it aligned) that it acknowledges.
+   */
+  | { type: "changes"; after: number; state: Uint8Array }
   | { type: "metrics"; report: SubtaskReport }
   | { type: "finished"; report: SubtaskReport }
   | { type: "error"; message: string }

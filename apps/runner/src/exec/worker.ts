@@ -7,7 +7,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { LocalJob, mergeJobSnapshots, setKeptColumnsVerification, type JobEmission, type NodeMetrics } from "@keyflow/operators";
 import { CreditSender, InputGate, TimeAccount } from "./channel";
 import type { FromSubtask, SubtaskInit, SubtaskReport, ToSubtask } from "./protocol";
-import { MaterializePacer } from "../job/materialize";
+import { ChangesAheadSchedule, MaterializePacer } from "../job/materialize";
 import { openDiskStore } from "../state/disk-checkpoints";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK_JSON, toItem, WM, type Payload, type WireMessage } from "./wire";
 
@@ -101,7 +101,17 @@ async function main(): Promise<void> {
   post({ type: "ready" });
   time.switchTo("idle");
   const pacer = new MaterializePacer(init.checkpointIntervalMs);
+  const ahead = new ChangesAheadSchedule(init.checkpointIntervalMs);
+  let lastAligned = 0;
   for (;;) {
+    if (ahead.dueInMs() === 0) {
+      // Between two buffers: the changes are those of a consistent state, and the barrier's own
+      // snapshot holds only what changes after them.
+      time.switchTo("busy");
+      ahead.taken();
+      const state = job.snapshot("changes");
+      post({ type: "changes", after: lastAligned, state }, [state.buffer as ArrayBuffer]);
+    }
     const next = gate.poll();
     if (next === undefined) {
       if (pendingNow !== undefined) {
@@ -112,8 +122,9 @@ async function main(): Promise<void> {
         await flush();
         continue;
       }
-      const dueIn = pacer.dueInMs();
+      const dueIn = Math.min(pacer.dueInMs(), ahead.dueInMs());
       if (dueIn === 0) {
+        if (ahead.dueInMs() === 0) continue; // taken at the top of the loop
         // Nothing to do: pack the changed state now rather than at the next barrier (../job/materialize.ts).
         time.switchTo("busy");
         // A slice at a time: input posted meanwhile reaches the gate only through the event loop.
@@ -152,6 +163,7 @@ async function main(): Promise<void> {
       await flush();
       input.postMessage({ c: 1 });
       pacer.inputProcessed();
+      ahead.inputProcessed();
     } else if (next.kind === "aligned") {
       collect(job.drain());
       await flush();
@@ -164,6 +176,9 @@ async function main(): Promise<void> {
       const chain = disk && init.disk?.sharedDir !== undefined ? disk.writeCheckpoint(next.id, init.disk.sharedDir, "../shared", init.disk.suffix) : undefined;
       const syncMs = performance.now() - t0;
       pacer.packed();
+      lastAligned = next.id;
+      // The disk backend's checkpoints are incremental on their own.
+      ahead.barrier(!disk && next.options?.changelog !== undefined);
       post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs, ...(chain ? { disk: chain } : {}) }, [state.buffer as ArrayBuffer]);
     } else {
       collect(job.drain());

@@ -130,8 +130,9 @@ export interface CheckpointStore {
    * checkpoints to build on (CheckpointMeta.changelog), durable and in place when it resolves with
    * its path relative to `location`. `id` is read once it is written, and names it: the id of the
    * next checkpoint then, so that retention keeps it until a checkpoint that could list it completes.
+   * `kind` "delta": changes written ahead of a barrier (ParallelContext.changesAhead), not a whole state.
    */
-  writeSharedState?(state: SnapshotPieces, tag: string, id: () => number): Promise<string>;
+  writeSharedState?(state: SnapshotPieces, tag: string, id: () => number, kind?: "full" | "delta"): Promise<string>;
   /**
    * Stores that keep files: starts writing one task's state file of checkpoint `id` durably into the
    * folder being prepared for it, ahead of write() (a parallel job's subtask acknowledged), as Flink's
@@ -264,15 +265,15 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     });
   }
 
-  async writeSharedState(state: SnapshotPieces, tag: string, id: () => number): Promise<string> {
+  async writeSharedState(state: SnapshotPieces, tag: string, id: () => number, kind: "full" | "delta" = "full"): Promise<string> {
     const shared = path.join(this.location, SHARED_DIR);
     await fs.mkdir(shared, { recursive: true });
-    // Retention looks only at names ending .full: this one does not until it is whole.
+    // Retention looks only at names ending .full or .delta: this one does not until it is whole.
     const tmp = path.join(shared, `.heap-${tag}.inprogress-${randomBytes(4).toString("hex")}`);
     try {
       await writeSynced(tmp, state, SHARED_STATE_SYNC_BYTES);
       await this.lease.check("a changelog's whole state");
-      const file = `heap-${String(id()).padStart(10, "0")}-${tag}.full`;
+      const file = `heap-${String(id()).padStart(10, "0")}-${tag}.${kind}`;
       await fs.rename(tmp, path.join(shared, file));
       await fsyncDir(shared);
       return `${SHARED_DIR}/${file}`;

@@ -25,7 +25,7 @@ import { errorMessage } from "../log";
 import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, SourceBatch, SourceInputMetrics } from "../io/types";
 import { BatchQueue } from "./batch-queue";
 import { ChangelogCompactor } from "./changelog-compactor";
-import { ChangelogChains, chainMeta, type TaskChangelog } from "./changelog-chains";
+import { ChangelogChains, chainMeta, type ChangelogLink, type TaskChangelog } from "./changelog-chains";
 import { MaterializePacer } from "./materialize";
 import { nextCheckpointDue } from "./checkpoint-schedule";
 import { startSources } from "./source-order";
@@ -219,6 +219,12 @@ export class JobDriver {
   private readonly changelogs = new ChangelogChains();
   /** The background resolution and write of a whole state (at most one at a time), and its worker thread. */
   private baseWrite: Promise<void> | undefined;
+  /**
+   * By keyed subtask of a parallel job: the changes it wrote ahead of its next barrier (see
+   * writeChangesAhead), in order, each with the last barrier it had aligned then.
+   */
+  private readonly changesAhead = new Map<number, Array<{ after: number; link: Promise<ChangelogLink> }>>();
+  private changesAheadWritten = 0;
   /** A whole state written in the background between its naming and its chain taking it (see startBaseWrite). */
   private publishing: Promise<void> | undefined;
   private compactor: ChangelogCompactor | undefined;
@@ -359,6 +365,7 @@ export class JobDriver {
           complete: (c) => this.completeParallelCheckpoint(c, plan),
           changelogFor: (subtask) => (this.changelogsKept() ? this.changelogs.take(taskFile({ task: "keyed", subtask })) : undefined),
           stage: (id, task, state) => checkpoints.stageTaskState?.(id, taskFile(task), state),
+          changesAhead: (subtask, after, state) => this.writeChangesAhead(subtask, after, state),
           settle: () => this.settleCheckpoint(),
           aborted: (f) => this.checkpointFailed(f),
           nextCheckpointId: () => this.nextCheckpointId++,
@@ -726,11 +733,55 @@ export class JobDriver {
       });
   }
 
+  /**
+   * Keyed subtask `subtask`'s changes taken ahead of the barrier after checkpoint `after`: written
+   * now into the shared folder, named after the first checkpoint that can list them (retention
+   * keeps them until one that could has completed), for that checkpoint's chain to list between
+   * the chain it builds on and its own file (completeParallelCheckpoint).
+   */
+  private writeChangesAhead(subtask: number, after: number, state: Uint8Array): void {
+    const write = this.opts.checkpoints.writeSharedState?.bind(this.opts.checkpoints);
+    if (write === undefined || !this.changelogsKept()) return;
+    const tag = `${this.diskSuffix}-${taskFile({ task: "keyed", subtask }).replace(/\.bin$/, "")}-ahead${++this.changesAheadWritten}`;
+    const link = write({ pieces: [state], byteLength: state.byteLength }, tag, () => after + 1, "delta").then(
+      (file) => ({ file, id: after + 1, bytes: state.byteLength }),
+      (err: unknown) => {
+        throw new Error(`keyed subtask ${subtask}'s changes taken ahead of the barrier after checkpoint ${after} could not be written: ${errorMessage(err)}`, { cause: err });
+      },
+    );
+    link.catch(() => {}); // the checkpoint that lists it fails with it
+    const list = this.changesAhead.get(subtask) ?? [];
+    list.push({ after, link });
+    this.changesAhead.set(subtask, list);
+  }
+
+  /**
+   * The changes keyed subtask `subtask` wrote ahead of barrier `id`, durable, in order; and every
+   * older one is let go (a checkpoint that failed broke its chain: the next one starts a new one).
+   * Those it sent after this barrier are kept for the next: it sends them in order with its
+   * acknowledgement, so none taken before barrier `id` is still to come.
+   */
+  private async changesAheadOf(subtask: number, id: number): Promise<ChangelogLink[]> {
+    const list = this.changesAhead.get(subtask) ?? [];
+    const before = list.filter((c) => c.after < id);
+    this.changesAhead.set(subtask, list.filter((c) => c.after >= id));
+    return Promise.all(before.map((c) => c.link));
+  }
+
   /** Every task of a parallel job acknowledged checkpoint `c.id` and the sink task aligned it: commit it. */
-  private completeParallelCheckpoint(c: ParallelCheckpoint, plan: ParallelPlan): Promise<void> {
+  private async completeParallelCheckpoint(c: ParallelCheckpoint, plan: ParallelPlan): Promise<void> {
     const changelogs: TaskChangelogs = new Map();
+    let ahead: Array<ChangelogLink[]>;
+    try {
+      ahead = await Promise.all(c.changelogs.map((_, subtask) => this.changesAheadOf(subtask, c.id)));
+    } catch (err) {
+      this.checkpointFailed({ id: c.id, triggeredAt: c.startedAt, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
+      throw err;
+    }
     const tasks: CheckpointMeta["tasks"] = c.tasks.map((t) => {
-      const changelog = t.task === "keyed" ? c.changelogs[t.subtask] : undefined;
+      const taken = t.task === "keyed" ? c.changelogs[t.subtask] : undefined;
+      // Changes over a chain list the parts written ahead between the chain and their own file; a whole snapshot holds them already.
+      const changelog = taken?.mode === "changes" && taken.chain !== undefined ? { ...taken, chain: [...taken.chain, ...(ahead[t.subtask] ?? [])] } : taken;
       if (changelog !== undefined) changelogs.set(taskFile(t), { ...changelog, bytes: t.state?.byteLength ?? 0 });
       return {
         task: t.task,
@@ -822,9 +873,17 @@ export class JobDriver {
     const chains = [extra.disk, ...(extra.tasks ?? []).map((t) => t.disk)].filter((c) => c !== undefined);
     // A changelog checkpoint: its own files hold the changes, and a restore reads their chains too.
     let changelogBytes = 0;
-    for (const c of changelogs?.values() ?? []) for (const l of c.chain ?? []) changelogBytes += l.bytes;
+    // Links newer than the last completed checkpoint are new with this one: the changes written ahead of its barrier.
+    let aheadBytes = 0;
+    const lastId = this.lastCheckpoint?.id ?? 0;
+    for (const c of changelogs?.values() ?? []) {
+      for (const l of c.chain ?? []) {
+        changelogBytes += l.bytes;
+        if (l.id > lastId) aheadBytes += l.bytes;
+      }
+    }
     const stateBytes = snapshotBytes + changelogBytes + chains.reduce((n, c) => n + c.files.reduce((m, f) => m + f.bytes, 0), 0);
-    const incrementalBytes = snapshotBytes + chains.reduce((n, c) => n + c.files.filter((f) => f.checkpoint === id).reduce((m, f) => m + f.bytes, 0), 0);
+    const incrementalBytes = snapshotBytes + aheadBytes + chains.reduce((n, c) => n + c.files.filter((f) => f.checkpoint === id).reduce((m, f) => m + f.bytes, 0), 0);
     const sinkList = [...this.sinks.values()];
     // Where a checkpoint's time goes, for the debug line: snapshot, sinks' flush, write, commit, marker.
     const phase = [performance.now()];

@@ -7,49 +7,18 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LocalJob, type PipelineDocument } from "@keyflow/operators";
-import { validPipeline } from "@keyflow/operators/testing";
 import { readEnv } from "../env";
 import { createConnectors } from "../io/connectors";
-import type { RecordSource } from "../io/types";
+import { longPayments, paced, pacedVelocityPipeline } from "../../test/paced-velocity";
 import { createLogger } from "../log";
 import { DirectoryCheckpointStore } from "./checkpoints";
 import { systemClock } from "./clock";
 import { JobDriver } from "./driver";
-import { MaterializePacer } from "./materialize";
+import { ChangesAheadSchedule, MaterializePacer } from "./materialize";
 
 const OUTPUTS = ["out/alerts.jsonl", "out/materialize.dlq.jsonl"];
 
-/** keyBy -> eager velocity: a heap table touched once per record, as in the latency bench's W1. */
-function pipeline(parallelism = 1): PipelineDocument {
-  return validPipeline({
-    format: "keyflow.pipeline/v1",
-    name: "materialize",
-    settings: { parallelism },
-    nodes: [
-      { id: "payments", type: "source.file", params: { path: "payments.jsonl", timestampField: "ts", maxOutOfOrdernessMs: 50 } },
-      { id: "byCard", type: "keyBy", params: { field: "card" } },
-      { id: "vel", type: "velocity", params: { threshold: 2, windowMs: 60_000, mode: "eager" } },
-      { id: "alerts", type: "sink.file", params: { path: "out/alerts.jsonl" } },
-    ],
-    edges: [
-      { from: "payments", to: "byCard" },
-      { from: "byCard", to: "vel" },
-      { from: "vel", to: "alerts" },
-    ],
-  });
-}
-
-/** A source that pauses `pauseMs` after each batch, as a source reading a quiet topic does. */
-const paced =
-  (pauseMs: number) =>
-  (s: RecordSource): RecordSource =>
-    Object.assign(Object.create(s) as RecordSource, {
-      run: (emit: Parameters<RecordSource["run"]>[0], signal: AbortSignal) =>
-        s.run(async (batch) => {
-          await emit(batch);
-          await new Promise((r) => setTimeout(r, pauseMs));
-        }, signal),
-    });
+const pipeline = (parallelism = 1) => pacedVelocityPipeline("materialize", { parallelism });
 
 async function run(dir: string, doc: PipelineDocument, pauseMs: number | undefined): Promise<{ status: string; checkpoints: number; failed: string[] }> {
   const failed: string[] = [];
@@ -75,17 +44,10 @@ async function run(dir: string, doc: PipelineDocument, pauseMs: number | undefin
 }
 
 /**
- * `n` lines over `cards` cards, a malformed one (a dead letter) every 1999th. Many cards, so that a
- * card packed ahead is often not touched again before the next checkpoint; long lines, so that the
- * file source's reads make batches of hundreds of records, not thousands: with more changed keys
- * than the table holds between two packings, its kept columns go stale and are rebuilt whole, and
- * materialization would not be exercised.
+ * Long lines: with more changed keys than the table holds between two packings, its kept columns
+ * go stale and are rebuilt whole, and materialization would not be exercised.
  */
-function payments(n: number, cards: number): string {
-  const lines: string[] = [];
-  for (let i = 0; i < n; i++) lines.push(i % 1999 === 0 ? "{bad" : JSON.stringify({ id: `t${i}`, card: `c${(i * 7919) % cards}`, amount: i % 100, ts: 1767225600000 + i * 10, note: "x".repeat(600) }));
-  return lines.join("\n") + "\n";
-}
+const payments = (n: number, cards: number) => longPayments(n, cards, 1999);
 
 const read = (dir: string) => Object.fromEntries(OUTPUTS.map((f) => [f, readFileSync(path.join(dir, f), "utf8")]));
 /** Order across subtasks is unspecified: outputs as sorted lines. */
@@ -224,5 +186,51 @@ describe("MaterializePacer: spacing after a long pass", () => {
     pacer.materializeSlice({ materialize: () => ((t += 1), true) });
     pacer.inputProcessed();
     expect(pacer.dueInMs()).toBe(50);
+  });
+});
+
+describe("ChangesAheadSchedule: a keyed subtask's changes taken once per interval, just before the barrier", () => {
+  it("is due 120 ms before the next barrier is expected, once, after a changelog barrier and input since", () => {
+    let t = 0;
+    const s = new ChangesAheadSchedule(1000, () => t);
+    s.inputProcessed();
+    // No barrier yet: no chain to join.
+    expect(s.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    t = 10;
+    s.barrier(true);
+    // Nothing changed since the barrier.
+    expect(s.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    s.inputProcessed();
+    expect(s.dueInMs()).toBe(880);
+    t = 889;
+    expect(s.dueInMs()).toBe(1);
+    t = 890;
+    expect(s.dueInMs()).toBe(0);
+    s.taken();
+    s.inputProcessed();
+    expect(s.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    // A barrier late by 200 ms: the next ones are expected an interval after it.
+    t = 1210;
+    s.barrier(true);
+    s.inputProcessed();
+    expect(s.dueInMs()).toBe(880);
+  });
+
+  it("is never due after a barrier without a changelog snapshot, or under intervals shorter than 480 ms", () => {
+    let t = 0;
+    const plain = new ChangesAheadSchedule(60_000, () => t);
+    plain.barrier(false);
+    plain.inputProcessed();
+    t = 120_000;
+    expect(plain.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    const short = new ChangesAheadSchedule(479, () => t);
+    short.barrier(true);
+    short.inputProcessed();
+    t += 10_000;
+    expect(short.dueInMs()).toBe(Number.POSITIVE_INFINITY);
+    const enough = new ChangesAheadSchedule(480, () => t);
+    enough.barrier(true);
+    enough.inputProcessed();
+    expect(enough.dueInMs()).toBe(360);
   });
 });

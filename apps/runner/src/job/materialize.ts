@@ -110,3 +110,55 @@ export class MaterializePacer {
     this.passMs = 0;
   }
 }
+
+/**
+ * How long before an expected barrier a keyed subtask writes the changes it has so far (see
+ * ChangesAheadSchedule); the barrier's snapshot then holds about this long's changes. Long enough
+ * for the part's write and fsync (~5 ms for 2 MB here) to be done when the barrier's commit needs it.
+ */
+const CHANGES_AHEAD_LEAD_MS = 120;
+
+/**
+ * When a keyed subtask of a changelog job takes its changes ahead of the barrier: once per interval,
+ * CHANGES_AHEAD_LEAD_MS before the next barrier is expected (Flink's changelog backend persists its
+ * log continuously, and a checkpoint only flushes the tail). An exactly-once alert waits for the
+ * barrier's whole synchronous part: at 10 k records/s a second's changes are ~2 MB per subtask,
+ * packed and written with fsync at the barrier; taken ahead, the barrier packs and writes a tenth.
+ * Only after a barrier that asked for a changelog snapshot (a chain the part can join), and only
+ * when input changed the state since; not under intervals shorter than four leads.
+ */
+export class ChangesAheadSchedule {
+  private due = Number.POSITIVE_INFINITY;
+  private changed = false;
+
+  /**
+   * @param intervalMs the checkpoint interval: the next barrier is expected that long after the last
+   * @param now a monotonic clock in ms (injected by tests)
+   */
+  constructor(
+    private readonly intervalMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A barrier was aligned and snapshotted; `changelog`: it asked for a changelog snapshot. */
+  barrier(changelog: boolean): void {
+    this.changed = false;
+    this.due = changelog && this.intervalMs >= 4 * CHANGES_AHEAD_LEAD_MS ? this.now() + this.intervalMs - CHANGES_AHEAD_LEAD_MS : Number.POSITIVE_INFINITY;
+  }
+
+  /** Input was processed: the state may have changed. */
+  inputProcessed(): void {
+    this.changed = true;
+  }
+
+  /** Milliseconds until the changes are due; Infinity when they are not (taken, nothing changed, no chain). */
+  dueInMs(): number {
+    if (!this.changed || this.due === Number.POSITIVE_INFINITY) return Number.POSITIVE_INFINITY;
+    return Math.max(0, this.due - this.now());
+  }
+
+  /** They were taken: none again before the next barrier. */
+  taken(): void {
+    this.due = Number.POSITIVE_INFINITY;
+  }
+}
