@@ -26,7 +26,7 @@ import type { DeadLetter, DeadLetterSink, RecordSink, RecordSource, SinkRecord, 
 import { BatchQueue } from "./batch-queue";
 import { ChangelogCompactor } from "./changelog-compactor";
 import { ChangelogChains, chainMeta, type ChangelogLink, type TaskChangelog } from "./changelog-chains";
-import { MaterializePacer } from "./materialize";
+import { ChangesAheadSchedule, MaterializePacer } from "./materialize";
 import { nextCheckpointDue } from "./checkpoint-schedule";
 import { startSources } from "./source-order";
 import { crashPoint } from "./crash-hook";
@@ -220,10 +220,10 @@ export class JobDriver {
   /** The background resolution and write of a whole state (at most one at a time), and its worker thread. */
   private baseWrite: Promise<void> | undefined;
   /**
-   * By keyed subtask of a parallel job: the changes it wrote ahead of its next barrier (see
-   * writeChangesAhead), in order, each with the last barrier it had aligned then.
+   * By state file: the changes taken ahead of its next barrier (see writeChangesAhead), in order,
+   * each with the last barrier taken (a keyed subtask: aligned) before it.
    */
-  private readonly changesAhead = new Map<number, Array<{ after: number; link: Promise<ChangelogLink> }>>();
+  private readonly changesAhead = new Map<string, Array<{ after: number; link: Promise<ChangelogLink> }>>();
   private changesAheadWritten = 0;
   /** A whole state written in the background between its naming and its chain taking it (see startBaseWrite). */
   private publishing: Promise<void> | undefined;
@@ -365,7 +365,7 @@ export class JobDriver {
           complete: (c) => this.completeParallelCheckpoint(c, plan),
           changelogFor: (subtask) => (this.changelogsKept() ? this.changelogs.take(taskFile({ task: "keyed", subtask })) : undefined),
           stage: (id, task, state) => checkpoints.stageTaskState?.(id, taskFile(task), state),
-          changesAhead: (subtask, after, state) => this.writeChangesAhead(subtask, after, state),
+          changesAhead: (subtask, after, state) => this.writeChangesAhead(taskFile({ task: "keyed", subtask }), after, state),
           settle: () => this.settleCheckpoint(),
           aborted: (f) => this.checkpointFailed(f),
           nextCheckpointId: () => this.nextCheckpointId++,
@@ -551,10 +551,11 @@ export class JobDriver {
     // The next checkpoint is due `interval` after the last one was due, and `minPause` after it ended.
     let nextCheckpointAt = clock.now() + interval;
     const pacer = new MaterializePacer(interval);
+    const ahead = new ChangesAheadSchedule(interval);
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
-      const wait = this.checkpointWanted ? 0 : Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()), pacer.dueInMs());
+      const wait = this.checkpointWanted ? 0 : Math.min(tick, Math.max(0, nextCheckpointAt - clock.now()), pacer.dueInMs(), ahead.dueInMs());
       this.engineTime.switchTo("idle");
       const taken = await this.queue.take(wait);
       this.engineTime.switchTo("busy");
@@ -571,6 +572,7 @@ export class JobDriver {
         } else {
           this.push(item.source, item.batch);
           pacer.inputProcessed();
+          ahead.inputProcessed();
         }
       }
       const now = clock.now();
@@ -584,7 +586,13 @@ export class JobDriver {
         await this.checkpoint();
         nextCheckpointAt = nextCheckpointDue(due, startedAt, interval, clock.now() + minPause);
         pacer.packed();
+        ahead.barrier(this.disk === undefined && this.changelogsKept());
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
+      } else if (ahead.dueInMs() === 0) {
+        // Between two batches: the changes since the last checkpoint, written ahead of the next one's
+        // barrier, which then takes only what changes after them (ChangesAheadSchedule).
+        ahead.taken();
+        this.writeChangesAhead(STATE_FILE, this.nextCheckpointId - 1, job.snapshot("changes"));
       } else if (this.queue.waiting === 0 && pacer.dueInMs() === 0) {
         // Nothing waits: pack the state changed since the last snapshot now rather than at the
         // barrier, where the exactly-once sinks' commit (and so every alert) waits for it; a slice
@@ -660,8 +668,10 @@ export class JobDriver {
     // first, and are reused for the next ones once written.
     if (!disk) {
       const hold = new SnapshotHold();
-      const changelog = this.changelogsKept() ? this.changelogs.take(STATE_FILE) : undefined;
-      const pieces = job.snapshotPieces(hold, changelog?.mode);
+      const taken = this.changelogsKept() ? this.changelogs.take(STATE_FILE) : undefined;
+      // Nothing reaches the job meanwhile: the loop waits for this checkpoint.
+      const [changelog] = await this.withChangesAhead(id, started, [[STATE_FILE, taken]]);
+      const pieces = job.snapshotPieces(hold, taken?.mode);
       const extra = changelog?.chain ? { changelog: chainMeta(changelog.chain) } : {};
       const changelogs = changelog ? new Map([[STATE_FILE, { ...changelog, bytes: pieces.byteLength }]]) : undefined;
       return this.commitCheckpoint(id, started, t0, pieces, Object.fromEntries(this.positions), extra, hold, changelogs);
@@ -707,8 +717,7 @@ export class JobDriver {
         const resolvedMs = performance.now() - t0;
         const written: string[] = [];
         for (const { file: of, state } of states) {
-          // A parallel task's whole state is named after its file too: one per task beside the others.
-          const tag = of === STATE_FILE ? this.diskSuffix : `${this.diskSuffix}-${of.replace(/\.bin$/, "")}`;
+          const tag = this.sharedTag(of);
           let published = () => {};
           try {
             const file = await write({ pieces: [state], byteLength: state.byteLength }, tag, () => {
@@ -734,54 +743,68 @@ export class JobDriver {
   }
 
   /**
-   * Keyed subtask `subtask`'s changes taken ahead of the barrier after checkpoint `after`: written
-   * now into the shared folder, named after the first checkpoint that can list them (retention
-   * keeps them until one that could has completed), for that checkpoint's chain to list between
-   * the chain it builds on and its own file (completeParallelCheckpoint).
+   * Changes of state file `of` (`state.bin`, or a keyed subtask's file) taken ahead of the barrier
+   * after checkpoint `after` (ChangesAheadSchedule): written now into the shared folder, named after
+   * the first checkpoint that can list them (retention keeps them until one that could has
+   * completed), for that checkpoint's chain to list between the chain it builds on and its own file.
    */
-  private writeChangesAhead(subtask: number, after: number, state: Uint8Array): void {
+  private writeChangesAhead(of: string, after: number, state: Uint8Array): void {
     const write = this.opts.checkpoints.writeSharedState?.bind(this.opts.checkpoints);
     if (write === undefined || !this.changelogsKept()) return;
-    const tag = `${this.diskSuffix}-${taskFile({ task: "keyed", subtask }).replace(/\.bin$/, "")}-ahead${++this.changesAheadWritten}`;
+    const tag = `${this.sharedTag(of)}-ahead${++this.changesAheadWritten}`;
     const link = write({ pieces: [state], byteLength: state.byteLength }, tag, () => after + 1, "delta").then(
       (file) => ({ file, id: after + 1, bytes: state.byteLength }),
       (err: unknown) => {
-        throw new Error(`keyed subtask ${subtask}'s changes taken ahead of the barrier after checkpoint ${after} could not be written: ${errorMessage(err)}`, { cause: err });
+        const whose = of === STATE_FILE ? "the job's" : `${of.replace(/^task-keyed-(\d+)\.bin$/, "keyed subtask $1")}'s`;
+        throw new Error(`${whose} changes taken ahead of the barrier after checkpoint ${after} could not be written: ${errorMessage(err)}`, { cause: err });
       },
     );
     link.catch(() => {}); // the checkpoint that lists it fails with it
-    const list = this.changesAhead.get(subtask) ?? [];
+    const list = this.changesAhead.get(of) ?? [];
     list.push({ after, link });
-    this.changesAhead.set(subtask, list);
+    this.changesAhead.set(of, list);
   }
 
   /**
-   * The changes keyed subtask `subtask` wrote ahead of barrier `id`, durable, in order; and every
-   * older one is let go (a checkpoint that failed broke its chain: the next one starts a new one).
-   * Those it sent after this barrier are kept for the next: it sends them in order with its
+   * The changes of state file `of` written ahead of barrier `id`, durable, in order; and every older
+   * one is let go (a checkpoint that failed broke its chain: the next one starts a new one). Those
+   * taken after this barrier are kept for the next: a subtask sends them in order with its
    * acknowledgement, so none taken before barrier `id` is still to come.
    */
-  private async changesAheadOf(subtask: number, id: number): Promise<ChangelogLink[]> {
-    const list = this.changesAhead.get(subtask) ?? [];
+  private async changesAheadOf(of: string, id: number): Promise<ChangelogLink[]> {
+    const list = this.changesAhead.get(of) ?? [];
     const before = list.filter((c) => c.after < id);
-    this.changesAhead.set(subtask, list.filter((c) => c.after >= id));
+    this.changesAhead.set(of, list.filter((c) => c.after >= id));
     return Promise.all(before.map((c) => c.link));
+  }
+
+  /**
+   * Each of `taken` (state file, chain taken), a chain of changes, with the parts of that file written
+   * ahead of checkpoint `id` at its end (a whole snapshot holds them already). A part that could not
+   * be written fails the checkpoint: its chain would miss those changes.
+   */
+  private async withChangesAhead(id: number, started: number, taken: ReadonlyArray<readonly [string, TaskChangelog | undefined]>): Promise<Array<TaskChangelog | undefined>> {
+    let ahead: ChangelogLink[][];
+    try {
+      ahead = await Promise.all(taken.map(([of]) => this.changesAheadOf(of, id)));
+    } catch (err) {
+      this.checkpointFailed({ id, triggeredAt: started, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
+      throw err;
+    }
+    return taken.map(([, c], i) => (c?.mode === "changes" && c.chain !== undefined ? { ...c, chain: [...c.chain, ...ahead[i]!] } : c));
+  }
+
+  /** The name a file in the shared folder takes after state file `of`: one per chain beside the others. */
+  private sharedTag(of: string): string {
+    return of === STATE_FILE ? this.diskSuffix : `${this.diskSuffix}-${of.replace(/\.bin$/, "")}`;
   }
 
   /** Every task of a parallel job acknowledged checkpoint `c.id` and the sink task aligned it: commit it. */
   private async completeParallelCheckpoint(c: ParallelCheckpoint, plan: ParallelPlan): Promise<void> {
     const changelogs: TaskChangelogs = new Map();
-    let ahead: Array<ChangelogLink[]>;
-    try {
-      ahead = await Promise.all(c.changelogs.map((_, subtask) => this.changesAheadOf(subtask, c.id)));
-    } catch (err) {
-      this.checkpointFailed({ id: c.id, triggeredAt: c.startedAt, failedAt: this.opts.clock.now(), reason: errorMessage(err) });
-      throw err;
-    }
+    const taken = await this.withChangesAhead(c.id, c.startedAt, c.changelogs.map((l, subtask) => [taskFile({ task: "keyed", subtask }), l] as const));
     const tasks: CheckpointMeta["tasks"] = c.tasks.map((t) => {
-      const taken = t.task === "keyed" ? c.changelogs[t.subtask] : undefined;
-      // Changes over a chain list the parts written ahead between the chain and their own file; a whole snapshot holds them already.
-      const changelog = taken?.mode === "changes" && taken.chain !== undefined ? { ...taken, chain: [...taken.chain, ...(ahead[t.subtask] ?? [])] } : taken;
+      const changelog = t.task === "keyed" ? taken[t.subtask] : undefined;
       if (changelog !== undefined) changelogs.set(taskFile(t), { ...changelog, bytes: t.state?.byteLength ?? 0 });
       return {
         task: t.task,
