@@ -2,7 +2,7 @@
 // files are written and fsynced at once; changelog checkpoints restored from their chains, kept by
 // retention while a retained one replays them, and copied whole into savepoints.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -51,6 +51,28 @@ describe("DirectoryCheckpointStore.write", () => {
     const read = await readCheckpointFolder(path.join(dir, readdirSync(dir).find((f) => f.startsWith("chk-"))!));
     expect(Buffer.from(read.state!).equals(whole)).toBe(true);
     await store.release();
+  });
+});
+
+describe("DirectoryCheckpointStore.acquire", () => {
+  it("removes the shared folder's writes a killed runner left half done, and nothing else", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ck-"));
+    const shared = path.join(dir, "shared");
+    mkdirSync(shared, { recursive: true });
+    const kept = ["heap-0000000003-x.full", "heap-0000000004-x-ahead2.delta", "keyed-0-0000000004-y.delta"];
+    const interrupted = [".heap-x.inprogress-0a1b2c3d", ".heap-x-ahead7.inprogress-deadbeef"];
+    for (const f of [...kept, ...interrupted]) writeFileSync(path.join(shared, f), "bytes");
+    const store = new DirectoryCheckpointStore(dir, 3);
+    await store.acquire();
+    try {
+      expect(readdirSync(shared).sort()).toEqual([...kept].sort());
+    } finally {
+      await store.release();
+    }
+    // A folder without a shared folder yet is fine.
+    const fresh = new DirectoryCheckpointStore(mkdtempSync(path.join(tmpdir(), "keyflow-ck-")), 3);
+    await fresh.acquire();
+    await fresh.release();
   });
 });
 

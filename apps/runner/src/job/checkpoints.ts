@@ -193,8 +193,17 @@ export class DirectoryCheckpointStore implements CheckpointStore {
     return path.join(this.location, name(id));
   }
 
-  acquire(): Promise<void> {
-    return this.lease.acquire();
+  async acquire(): Promise<void> {
+    await this.lease.acquire();
+    // Writes into the shared folder that a runner killed meanwhile left half done (writeSharedState's
+    // temporary names): nothing lists them, and retention only looks at whole files. The folder is
+    // this runner's now: a zombie still writing one fails, as its next write would anyway.
+    const shared = path.join(this.location, SHARED_DIR);
+    const names = await fs.readdir(shared).catch((err: unknown) => {
+      if (isNotFound(err)) return [];
+      throw err;
+    });
+    for (const n of names) if (n.startsWith(".heap-") && n.includes(".inprogress-")) await fs.rm(path.join(shared, n), { force: true });
   }
 
   release(): Promise<void> {
