@@ -178,7 +178,7 @@ async function main(): Promise<void> {
       pacer.packed();
       lastAligned = next.id;
       // The disk backend's checkpoints are incremental on their own.
-      ahead.barrier(!disk && next.options?.changelog !== undefined);
+      ahead.barrier(!disk && next.options?.changelog !== undefined, t0);
       post({ type: "ack", id: next.id, state, alignmentMs: next.alignmentMs, syncMs, ...(chain ? { disk: chain } : {}) }, [state.buffer as ArrayBuffer]);
     } else {
       collect(job.drain());

@@ -582,11 +582,12 @@ export class JobDriver {
       taken?.done();
       if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();
+        const snapshotAt = performance.now();
         const due = this.checkpointWanted ? startedAt : nextCheckpointAt;
         await this.checkpoint();
         nextCheckpointAt = nextCheckpointDue(due, startedAt, interval, clock.now() + minPause);
         pacer.packed();
-        ahead.barrier(this.disk === undefined && this.changelogsKept());
+        ahead.barrier(this.disk === undefined && this.changelogsKept(), snapshotAt);
         this.log.debug(`state changed from now on is packed ahead from ${Math.round(pacer.leadMs)} ms before the next barrier`);
       } else if (ahead.dueInMs() === 0) {
         // Between two batches: the changes since the last checkpoint, written ahead of the next one's

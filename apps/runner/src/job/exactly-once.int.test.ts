@@ -65,9 +65,9 @@ function producePayments(): Promise<void> {
 }
 
 /** `<base>-alerts` (velocity), `<base>-dupes` (dedup's held-back copies), `<base>-late` (none expected). */
-function writePipeline(name: string, base: string, dedup = true): string {
+function writePipeline(name: string, base: string, dedup = true, checkpointIntervalMs = 300): string {
   const file = path.join(dir, `${name}.json`);
-  const doc = dedupVelocityPipeline({ name, inputTopic: PAYMENTS, outputBase: base, guarantee: "exactly-once", checkpointIntervalMs: 300, dedup });
+  const doc = dedupVelocityPipeline({ name, inputTopic: PAYMENTS, outputBase: base, guarantee: "exactly-once", checkpointIntervalMs, dedup });
   writeFileSync(file, JSON.stringify(doc, null, 2));
   return file;
 }
@@ -164,19 +164,24 @@ describe("exactly-once Kafka output across crashes (dedup -> keyBy -> velocity, 
       expect(want.alerts.length).toBeGreaterThan(10_000);
     }
     const base = `eo-${run}-phases-p${parallelism}`;
-    const file = writePipeline(`eo-phases-p${parallelism}-${run}`, base, dedup);
+    // Checkpoints every 500 ms: a run writes its changes ahead of each barrier after its first
+    // (ChangesAheadSchedule, from 480 ms), so the checkpoint a crash interrupts lists such parts.
+    const file = writePipeline(`eo-phases-p${parallelism}-${run}`, base, dedup, 500);
     const ckpt = path.join(dir, `ckpt-phases-p${parallelism}`);
-    // Single-threaded, a run's checkpoints after its first hold only the changes (a changelog): the
-    // newest checkpoint a crash leaves is the one the next run restores from.
-    const chains: number[] = [];
+    // A run's checkpoints after its first hold only the changes (a changelog; per keyed subtask at
+    // parallelism 2), with the parts written ahead of their barrier: the newest checkpoint a crash
+    // leaves is the one the next run restores from.
+    const chains: string[][] = [];
     for (const phase of CRASH_PHASES) {
-      // The 3rd checkpoint of each run: the runs before have committed some output already.
-      const r = await runToEnd(file, ckpt, { KEYFLOW_CRASH_AT: `${phase}@3`, KEYFLOW_LOG_LEVEL: "info" }, parallelism).done;
+      // The 2nd checkpoint of each run: the run's first has committed some output already.
+      const r = await runToEnd(file, ckpt, { KEYFLOW_CRASH_AT: `${phase}@2`, KEYFLOW_LOG_LEVEL: "info" }, parallelism).done;
       expect(r.signal, `${phase}: ${r.stderr}`).toBe("SIGKILL");
-      expect(r.stderr).toContain(`KEYFLOW_CRASH_AT=${phase}@3`);
-      chains.push((await readCheckpointFolder(path.join(ckpt, checkpointFolderName(newestCheckpoint(ckpt))))).meta.changelog?.chain.length ?? 0);
+      expect(r.stderr).toContain(`KEYFLOW_CRASH_AT=${phase}@2`);
+      const meta = (await readCheckpointFolder(path.join(ckpt, checkpointFolderName(newestCheckpoint(ckpt))))).meta;
+      chains.push(...[meta.changelog, ...(meta.tasks ?? []).map((t) => t.changelog)].flatMap((c) => (c ? [c.chain] : [])));
     }
-    if (parallelism === 1) expect(Math.max(...chains)).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...chains.map((c) => c.length))).toBeGreaterThanOrEqual(2);
+    expect(chains.flat().filter((f) => /-ahead\d+\.delta$/.test(f)).length).toBeGreaterThan(0);
     const last = await runToEnd(file, ckpt, { KEYFLOW_LOG_LEVEL: "info" }, parallelism).done;
     expectFinished(last);
     if (parallelism > 1) expect(last.stderr).toMatch(new RegExp(`in ${parallelism} keyed subtasks`));

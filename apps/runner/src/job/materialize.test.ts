@@ -214,6 +214,11 @@ describe("ChangesAheadSchedule: a keyed subtask's changes taken once per interva
     s.barrier(true);
     s.inputProcessed();
     expect(s.dueInMs()).toBe(880);
+    // An interval after the snapshot started, not after the commit the caller waited for.
+    t = 2500;
+    s.barrier(true, 2210);
+    s.inputProcessed();
+    expect(s.dueInMs()).toBe(590);
   });
 
   it("is never due after a barrier without a changelog snapshot, or under intervals shorter than 480 ms", () => {

@@ -140,10 +140,14 @@ export class ChangesAheadSchedule {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** A barrier was aligned and snapshotted; `changelog`: it asked for a changelog snapshot. */
-  barrier(changelog: boolean): void {
+  /**
+   * A barrier was snapshotted, the snapshot started at `at` (the next barrier is expected an
+   * interval after that, not after a commit the caller may have waited for); `changelog`: it asked
+   * for a changelog snapshot.
+   */
+  barrier(changelog: boolean, at: number = this.now()): void {
     this.changed = false;
-    this.due = changelog && this.intervalMs >= 4 * CHANGES_AHEAD_LEAD_MS ? this.now() + this.intervalMs - CHANGES_AHEAD_LEAD_MS : Number.POSITIVE_INFINITY;
+    this.due = changelog && this.intervalMs >= 4 * CHANGES_AHEAD_LEAD_MS ? at + this.intervalMs - CHANGES_AHEAD_LEAD_MS : Number.POSITIVE_INFINITY;
   }
 
   /** Input was processed: the state may have changed. */
