@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { JsonObject } from "../../core/api";
 import { canonicalJson } from "../shared/fields";
 import { NUM_RUNS } from "../shared/test-support";
-import { ReleaseOrder } from "./release-order";
+import { ReleaseOrder, RepeatedSlots } from "./release-order";
 
 /** The order the handle storage releases in: key (`<`), canonical JSON, arrival. */
 function reference(keys: readonly string[], values: readonly JsonObject[]): number[] {
@@ -46,5 +46,22 @@ describe("velocity release order", () => {
     const keys = Array.from({ length: 5000 }, (_, i) => `card-${(i * 7919) % 1237}-${i % 3}`);
     const values = keys.map((_, i) => ({ i: i % 5 }));
     expect([...new ReleaseOrder().sort(keys, values, keys.length)]).toEqual(reference(keys, values));
+  });
+});
+
+describe("velocity repeated slots", () => {
+  it("tells whether any slot repeats, call after call (stamped, never cleared) and past its first size", () => {
+    const repeated = new RepeatedSlots();
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.nat({ max: 3_000 }), { maxLength: 400 }), { maxLength: 8 }), (calls) => {
+        for (const slots of calls) expect(repeated.any(Int32Array.from(slots), slots.length)).toBe(new Set(slots).size < slots.length);
+      }),
+      { numRuns: 4 * NUM_RUNS },
+    );
+  });
+
+  it("reads only the first n slots", () => {
+    expect(new RepeatedSlots().any(Int32Array.from([1, 2, 3, 1]), 3)).toBe(false);
+    expect(new RepeatedSlots().any(Int32Array.from([1, 2, 3, 1]), 4)).toBe(true);
   });
 });

@@ -97,3 +97,44 @@ export class ReleaseOrder {
     return order;
   }
 }
+
+/**
+ * Whether a timestamp's records hit a key twice (by their slots): without repeats, ordered velocity
+ * counts them in arrival order and sorts only the alerts; a key's records of one timestamp must go
+ * into its window together, in release order (their ids are evidence), so repeats take the full sort.
+ * A scratch open-addressing set of the slots, stamped per call instead of cleared.
+ */
+export class RepeatedSlots {
+  private slots = new Int32Array(256);
+  private stamps = new Int32Array(256);
+  private stamp = 0;
+  private shift = 24;
+
+  any(slots: Int32Array, n: number): boolean {
+    if (2 * n > this.slots.length) {
+      const size = 2 ** Math.ceil(Math.log2(2 * n));
+      this.slots = new Int32Array(size);
+      this.stamps = new Int32Array(size);
+      this.stamp = 0;
+      this.shift = 32 - Math.log2(size);
+    }
+    if (this.stamp === 0x7fffffff) {
+      this.stamps.fill(0);
+      this.stamp = 0;
+    }
+    const stamp = ++this.stamp;
+    const seen = this.slots;
+    const stamps = this.stamps;
+    const mask = seen.length - 1;
+    const shift = this.shift;
+    for (let i = 0; i < n; i++) {
+      const s = slots[i] as number;
+      // Fibonacci hashing: the product's high bits.
+      let p = Math.imul(s, 0x9e3779b1) >>> shift;
+      for (; stamps[p] === stamp; p = (p + 1) & mask) if (seen[p] === s) return true;
+      stamps[p] = stamp;
+      seen[p] = s;
+    }
+    return false;
+  }
+}

@@ -26,7 +26,7 @@ import { durationMs } from "../../pipeline/durations";
 import { EVIDENCE_CAP, ID_FIELD_DESCRIPTION, type Evidence, type EvidenceRef } from "../shared/evidence";
 import { fieldParamIssues, readField } from "../shared/fields";
 import { latePort, sortPending, type PendingRecord } from "../shared/ordered-input";
-import { ReleaseOrder } from "./release-order";
+import { ReleaseOrder, RepeatedSlots } from "./release-order";
 import { dropIds, fillIds, FIRST_ID, ID_AREA_BYTES, idEntryBytes, idOffset, insertId, readId, readIds, resetIds, writeIds } from "./row-ids";
 
 export const velocityParams = z.strictObject({
@@ -985,6 +985,7 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   /** release's hashKey of each record's key. */
   private hashes = new Int32Array(64);
   private readonly releaseOrder = new ReleaseOrder();
+  private readonly repeated = new RepeatedSlots();
   /**
    * pendingByKey()'s index, built at the first checkpoint or materialization that asks and then
    * kept up to date by buffer() and release(), a Map operation per record: rebuilt from the
@@ -1099,21 +1100,69 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       slotOf[i] = slot;
     }
     this.heap.touched = touched + this.windows.touchRows(slotOf, n);
+    if (n > 1 && this.repeated.any(slotOf, n)) this.releaseSorted(ts, at, ctx);
+    else this.releaseEach(ts, at, ctx);
+  }
+
+  /**
+   * release() when no key has two of the records: each goes into its key's window in arrival order
+   * (windows are per key, so the order among keys decides only the order of the alerts), and only
+   * the records that alert are sorted into release order before they are emitted. Sorting every
+   * record was 8 % of the 1 M-key bench; most records of a real rule do not alert.
+   */
+  private releaseEach(ts: number, at: PendingAt, ctx: WatermarkContext): void {
+    const n = at.n;
+    const slotOf = this.slotOf;
+    const windows = this.windows;
+    const horizon = ts - this.params.windowMs;
+    const threshold = this.params.threshold;
+    const idField = this.params.idField;
+    const index = this.pendingIndex;
     const keys = this.sortedKeys;
     const values = this.sortedValues;
     const slots = this.sortedSlots;
-    if (n > 1) {
-      const order = this.releaseOrder.sort(at.keys as Key[], at.values as JsonObject[], n);
-      for (let i = 0; i < n; i++) {
-        const o = order[i] as number;
-        keys[i] = at.keys[o] as Key;
-        values[i] = at.values[o] as JsonObject;
-        slots[i] = slotOf[o] as number;
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const key = at.keys[i] as Key;
+      const value = at.values[i] as JsonObject;
+      const slot = slotOf[i] as number;
+      this.changed(key);
+      if (index !== undefined) unindexPending(index, key, 1);
+      const w = windows.reserve(slot, 1, horizon);
+      w.evictUpTo(horizon);
+      w.push(ts, idOf(value, idField));
+      // The key's only record of this timestamp: its window is complete for it.
+      if (w.length >= threshold) {
+        keys[m] = key;
+        values[m] = value;
+        slots[m] = slot;
+        m++;
       }
-    } else {
-      keys[0] = at.keys[0] as Key;
-      values[0] = at.values[0] as JsonObject;
-      slots[0] = slotOf[0] as number;
+      this.heap.ensureCleanup(slot);
+    }
+    if (m === 0) return;
+    const order = m > 1 ? this.releaseOrder.sort(keys, values, m) : undefined;
+    for (let i = 0; i < m; i++) {
+      const o = order === undefined ? 0 : (order[i] as number);
+      const key = keys[o] as Key;
+      const w = windows.at(slots[o] as number);
+      alert(key, values[o] as JsonObject, ts, w, 0, w.length, ctx.forKey(key));
+    }
+  }
+
+  /** release() when a key has several of the records: all in release order, a key's together (countGroup). */
+  private releaseSorted(ts: number, at: PendingAt, ctx: WatermarkContext): void {
+    const n = at.n;
+    const slotOf = this.slotOf;
+    const keys = this.sortedKeys;
+    const values = this.sortedValues;
+    const slots = this.sortedSlots;
+    const order = this.releaseOrder.sort(at.keys as Key[], at.values as JsonObject[], n);
+    for (let i = 0; i < n; i++) {
+      const o = order[i] as number;
+      keys[i] = at.keys[o] as Key;
+      values[i] = at.values[o] as JsonObject;
+      slots[i] = slotOf[o] as number;
     }
     const horizon = ts - this.params.windowMs;
     const index = this.pendingIndex;
