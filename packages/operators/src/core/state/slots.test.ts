@@ -117,4 +117,34 @@ describe("SlotSchedule", () => {
       { numRuns: 200 },
     );
   });
+
+  it("exact times whose low bits coincide stay apart, added and handed over interleaved (buckets reused)", () => {
+    // Times 4096 apart share a slot of the recent-bucket ring; above 2^31, as millisecond timestamps.
+    const timeArb = fc.tuple(fc.nat(3), fc.nat(2)).map(([lap, off]) => 1_700_000_000_000 + lap * 4096 + off);
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.tuple(fc.constant("add" as const), fc.nat(20), timeArb), fc.tuple(fc.constant("due" as const), fc.nat(20), timeArb)), { maxLength: 200 }), (ops) => {
+        const schedule = new SlotSchedule(0);
+        const model: Array<[number, number]> = [];
+        let watermark = Number.NEGATIVE_INFINITY;
+        for (const [op, slot, time] of ops) {
+          if (op === "add") {
+            schedule.add(slot, time);
+            model.push([slot, time]);
+            continue;
+          }
+          watermark = Math.max(watermark, time);
+          const handed: Array<[number, number]> = [];
+          schedule.dueLists(watermark, (list, n) => {
+            for (const s of list.subarray(0, n)) handed.push([s, Number.NaN]);
+          });
+          // Oldest time first, each time's slots in the order added.
+          const due = model.filter(([, t]) => t <= watermark).sort((x, y) => x[1] - y[1]);
+          expect(handed.map(([s]) => s)).toEqual(due.map(([s]) => s));
+          for (const d of due) model.splice(model.indexOf(d), 1);
+          expect(schedule.size).toBe(model.length);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
 });
