@@ -628,6 +628,33 @@ class RowWindows implements WindowView {
     return n === 0 ? undefined : (page[base + ROW_HEAD + n - 1] as number);
   }
 
+  /**
+   * The common case of a released record in one pass over its row: a plain row (no ids, not
+   * spilled) takes a record without an id at `ts` (later than every entry) after evicting the
+   * entries at or before `horizon`. Returns the window's new length, or -1 when the row is not
+   * plain or is full after eviction (then reserve, evictUpTo and push do it; the eviction done
+   * here is what theirs would do).
+   */
+  appendPlain(slot: number, ts: number, horizon: number): number {
+    const page = this.pages[slot >> PAGE_BITS] as Float64Array;
+    const base = (slot & PAGE_MASK) * ROW;
+    if (page[base + 2] !== ROW_PLAIN) return -1;
+    const start = base + ROW_HEAD;
+    let n = page[base] as number;
+    let first = 0;
+    while (first < n && (page[start + first] as number) <= horizon) first++;
+    if (first > 0) {
+      // A loop: copyWithin's call costs more than moving a dozen doubles.
+      for (let i = first; i < n; i++) page[start + i - first] = page[start + i] as number;
+      n -= first;
+      page[base] = n;
+    }
+    if (n === ROW_TS) return -1;
+    page[start + n] = ts;
+    page[base] = n + 1;
+    return n + 1;
+  }
+
   /** Readies a slot to take `extra` more entries: evicts, and spills when the row would overflow. */
   reserve(slot: number, extra: number, horizon: number): WindowView {
     const page = this.pages[slot >> PAGE_BITS] as Float64Array;
@@ -1128,11 +1155,16 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
       const slot = slotOf[i] as number;
       this.changed(key);
       if (index !== undefined) unindexPending(index, key, 1);
-      const w = windows.reserve(slot, 1, horizon);
-      w.evictUpTo(horizon);
-      w.push(ts, idOf(value, idField));
+      const id = idOf(value, idField);
+      let length = id === null ? windows.appendPlain(slot, ts, horizon) : -1;
+      if (length < 0) {
+        const w = windows.reserve(slot, 1, horizon);
+        w.evictUpTo(horizon);
+        w.push(ts, id);
+        length = w.length;
+      }
       // The key's only record of this timestamp: its window is complete for it.
-      if (w.length >= threshold) {
+      if (length >= threshold) {
         keys[m] = key;
         values[m] = value;
         slots[m] = slot;
