@@ -157,7 +157,7 @@ class HostContext implements BatchContext, TimerService, RuntimeContext, KeyScop
   adoptState?: <T extends AdoptedTable>(table: T) => T;
 
   output(value: JsonObject, timestamp?: number): void {
-    this.host.emitOut("out", value, timestamp ?? this.timestamp, this.key);
+    this.host.emitOut(value, timestamp ?? this.timestamp, this.key);
   }
   sideOutput(port: string, value: JsonObject, timestamp?: number): void {
     this.host.emitSide(port, value, timestamp ?? this.timestamp, this.key);
@@ -214,6 +214,7 @@ export class OperatorHost {
   private readonly sidePorts: ReadonlySet<string>;
   /** Ports of kind `stream`/`reference`: their records leave without a key (a union's output). */
   private readonly unkeyedPorts: ReadonlySet<string>;
+  private readonly outUnkeyed: boolean;
   private readonly maxParallelism: number;
   private readonly keyGroupRange: KeyGroupRange | undefined;
 
@@ -246,6 +247,7 @@ export class OperatorHost {
     // `errors` is always open: the engine itself sends records whose key cannot be formed there.
     this.sidePorts = new Set(["errors", ...spec.outputs.filter((o) => o.side || o.id !== "out").map((o) => o.id)]);
     this.unkeyedPorts = new Set(spec.outputs.filter((o) => o.kind === "stream" || o.kind === "reference").map((o) => o.id));
+    this.outUnkeyed = this.unkeyedPorts.has("out");
     const channels = Math.max(1, opts.inputChannels ?? 1);
     this.channelWatermarks = new Array<number>(channels).fill(MIN_WATERMARK);
     this.channelIdle = new Array<boolean>(channels).fill(false);
@@ -496,10 +498,10 @@ export class OperatorHost {
 
   // ---- output ------------------------------------------------------------------------------
 
-  /** @internal Main output, from the context. */
-  emitOut(port: string, value: JsonObject, timestamp: number, key: Key | undefined): void {
+  /** @internal Main output, from the context (whether `out` is keyed is known once: a Set lookup per alert showed). */
+  emitOut(value: JsonObject, timestamp: number, key: Key | undefined): void {
     this.recordsOut++;
-    this.emitFn(port, value, timestamp, this.unkeyedPorts.has(port) ? undefined : key);
+    this.emitFn("out", value, timestamp, this.outUnkeyed ? undefined : key);
   }
 
   /** @internal Side output, from the context. */
