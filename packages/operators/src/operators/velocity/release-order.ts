@@ -6,6 +6,22 @@
 import type { JsonObject } from "../../core/api";
 import { canonicalJson } from "../shared/fields";
 
+/**
+ * Up to this many codes an insertion sort in place: the native sort's call, and the view it sorts
+ * through, cost more than it saves on the ~50 alerts of a millisecond (measured: 47 codes, 1.2 µs
+ * against 1.45).
+ */
+const INSERTION_SORT_MAX = 64;
+
+function insertionSort(a: Float64Array, n: number): void {
+  for (let i = 1; i < n; i++) {
+    const v = a[i] as number;
+    let j = i - 1;
+    for (; j >= 0 && (a[j] as number) > v; j--) a[j + 1] = a[j] as number;
+    a[j + 1] = v;
+  }
+}
+
 /** Sorts record indices for release; one instance per operator (its scratch arrays are reused). */
 export class ReleaseOrder {
   private codes = new Float64Array(64);
@@ -28,7 +44,8 @@ export class ReleaseOrder {
     const chars = Math.min(6, Math.floor((53 - bits) / 8));
     if (chars === 0 || !this.encode(keys, n, bits, chars)) return this.byComparator(keys, values, order, 0, n, true);
     const codes = this.codes;
-    codes.subarray(0, n).sort();
+    if (n <= INSERTION_SORT_MAX) insertionSort(codes, n);
+    else codes.subarray(0, n).sort();
     const scale = 2 ** bits;
     for (let i = 0; i < n; i++) {
       const v = codes[i] as number;
