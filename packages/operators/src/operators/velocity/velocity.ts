@@ -979,10 +979,11 @@ class SlotWindows {
 
 /**
  * `ordered` on the heap backend: the same counting (countGroup) with no timer and no state access
- * on arrival. Records wait in one buffer per operator, bucketed by timestamp, and are released in
- * (timestamp, key, canonical JSON) order when the watermark passes them: the order in which the
- * handle storage's release timers fire, so both storages emit the same sequence. Each key's window
- * is a row of doubles by slot (KeySlots and RowWindows: no Map entry, no TTL wrapper, no per-key
+ * on arrival. Records wait in one buffer per operator, bucketed by timestamp, and are released
+ * timestamp by timestamp when the watermark passes them; their alerts leave in (timestamp, key,
+ * canonical JSON) order, the order in which the handle storage's release timers fire, so both
+ * storages emit the same sequence (release says when the counting itself needs that order). Each
+ * key's window is a row of doubles by slot (KeySlots and RowWindows: no Map entry, no TTL wrapper, no per-key
  * object), and a silent key is freed at last record + windowMs, as by the handle storage's cleanup
  * timer, from a schedule of slots by time (no key strings, no ordering within a time), well inside
  * the 2 × windowMs state TTL. The backend snapshots the same table as the handle storage writes
