@@ -1105,7 +1105,10 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     this.heap.cleanUp(watermark);
   }
 
-  /** Counts the records of one timestamp: by key, and by canonical JSON within a key (as sortPending). */
+  /**
+   * Counts the records of one timestamp and emits their alerts by key, then canonical JSON (as
+   * sortPending): releaseEach when no key repeats among them, else releaseSorted.
+   */
   private release(ts: number, at: PendingAt, ctx: WatermarkContext): void {
     const n = at.n;
     // Every key's slot and row first, in arrival order, then the counting: the lookups and row loads
