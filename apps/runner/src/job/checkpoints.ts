@@ -174,6 +174,9 @@ export const checkpointFolderName = (id: number) => `chk-${String(id).padStart(1
 const name = checkpointFolderName;
 /** A checkpoint folder being written (renamed into place once whole). */
 const inProgressName = (id: number) => `.${name(id)}.inprogress-${randomBytes(4).toString("hex")}`;
+/** A shared state file being written (renamed into place once whole); retention looks only at names ending .full or .delta. */
+const sharedInProgressName = (tag: string) => `.heap-${tag}.inprogress-${randomBytes(4).toString("hex")}`;
+const isSharedInProgress = (n: string) => n.startsWith(".heap-") && n.includes(".inprogress-");
 
 export class DirectoryCheckpointStore implements CheckpointStore {
   /** Ownership of the folder; a replaced runner is fenced at its next write (./lease.ts). */
@@ -203,7 +206,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
       if (isNotFound(err)) return [];
       throw err;
     });
-    for (const n of names) if (n.startsWith(".heap-") && n.includes(".inprogress-")) await fs.rm(path.join(shared, n), { force: true });
+    for (const n of names) if (isSharedInProgress(n)) await fs.rm(path.join(shared, n), { force: true });
   }
 
   release(): Promise<void> {
@@ -277,8 +280,7 @@ export class DirectoryCheckpointStore implements CheckpointStore {
   async writeSharedState(state: SnapshotPieces, tag: string, id: () => number, kind: "full" | "delta" = "full"): Promise<string> {
     const shared = path.join(this.location, SHARED_DIR);
     await fs.mkdir(shared, { recursive: true });
-    // Retention looks only at names ending .full or .delta: this one does not until it is whole.
-    const tmp = path.join(shared, `.heap-${tag}.inprogress-${randomBytes(4).toString("hex")}`);
+    const tmp = path.join(shared, sharedInProgressName(tag));
     try {
       await writeSynced(tmp, state, SHARED_STATE_SYNC_BYTES);
       await this.lease.check("a changelog's whole state");
