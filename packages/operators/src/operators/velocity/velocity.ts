@@ -492,6 +492,21 @@ type RowExtra = Array<string | number | null> | CountWindow;
 /** packStored's bytes besides the entries: the field names, headers, cleanupAt and t. */
 const STORED_HEAD_BYTES = 96;
 
+/**
+ * Drops a row's timestamps at or before `horizon` (a prefix: they are ascending) and returns how
+ * many; the caller drops their ids. A loop: copyWithin's call costs more than moving a dozen doubles.
+ */
+function evictRow(page: Float64Array, base: number, horizon: number): number {
+  const start = base + ROW_HEAD;
+  const n = page[base] as number;
+  let first = 0;
+  while (first < n && (page[start + first] as number) <= horizon) first++;
+  if (first === 0) return 0;
+  for (let i = first; i < n; i++) page[start + i - first] = page[start + i] as number;
+  page[base] = n - first;
+  return first;
+}
+
 /** A page of rows whose windows are empty (count 0, no cleanup, plain). */
 function emptyPage(slots: number): Float64Array {
   const page = stateFloat64Array(slots * ROW);
@@ -639,18 +654,10 @@ class RowWindows implements WindowView {
     const page = this.pages[slot >> PAGE_BITS] as Float64Array;
     const base = (slot & PAGE_MASK) * ROW;
     if (page[base + 2] !== ROW_PLAIN) return -1;
-    const start = base + ROW_HEAD;
-    let n = page[base] as number;
-    let first = 0;
-    while (first < n && (page[start + first] as number) <= horizon) first++;
-    if (first > 0) {
-      // A loop: copyWithin's call costs more than moving a dozen doubles.
-      for (let i = first; i < n; i++) page[start + i - first] = page[start + i] as number;
-      n -= first;
-      page[base] = n;
-    }
+    evictRow(page, base, horizon);
+    const n = page[base] as number;
     if (n === ROW_TS) return -1;
-    page[start + n] = ts;
+    page[base + ROW_HEAD + n] = ts;
     page[base] = n + 1;
     return n + 1;
   }
@@ -805,14 +812,8 @@ class RowWindows implements WindowView {
     this.idCursorOffset = FIRST_ID;
   }
   evictUpTo(horizon: number): void {
-    const rows = this.page;
-    const start = this.base + ROW_HEAD;
-    const n = rows[this.base] as number;
-    let first = 0;
-    while (first < n && (rows[start + first] as number) <= horizon) first++;
+    const first = evictRow(this.page, this.base, horizon);
     if (first === 0) return;
-    rows.copyWithin(start, start + first, start + n);
-    rows[this.base] = n - first;
     if (this.slotIds !== null) dropFirst(this.slotIds, first);
     else if (this.idBytes !== null) {
       dropIds(this.idBytes, this.idArea, first);
