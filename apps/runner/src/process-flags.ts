@@ -1,4 +1,4 @@
-// Node flags the runner process starts with (`npm start`, the `keyflow` command's shebang, the benches).
+// Node flags the runner process starts with (`npm start`, the `keyflow` command's shebang, the runner's benches and the engine bench).
 // A 32 MB semi-space: every record is a few short-lived objects (parsed value, routing, output), and
 // V8's default young generation (16 MB) scavenged and promoted them often enough to cost W1 (keyBy →
 // velocity) 6-10 % of its rate at parallelism 1. 64 MB gave 8-13 %, but its longer scavenges raised

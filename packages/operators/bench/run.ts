@@ -1,6 +1,7 @@
 // `npm run bench -w packages/operators`: runs every registered workload single-threaded on heap
 // state with pre-built records, reports the median events/s of several runs and the live state
-// per key, and prints a markdown table (for docs/BENCHMARKS.md).
+// per key, and prints a markdown table (for docs/BENCHMARKS.md). The script gives node the flags the
+// runner's processes run the engine with (apps/runner/src/process-flags.ts; a test keeps them equal).
 //   options: --runs N (default 3), --only id1,id2, --per-record (one processElement per record
 //   instead of the records between two watermarks in one processBatch), --fresh (records built a
 //   chunk at a time outside the clock instead of a replayed pool): see feed in ./driver
@@ -46,7 +47,8 @@ for (const w of workloads) {
 }
 
 const load = os.loadavg().map((l) => l.toFixed(1)).join(" ");
-console.log(`\nnode ${process.version}, ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records ${feed.fresh ? "built a chunk at a time outside the clock" : "pre-built (a replayed pool)"}, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
+const flags = process.execArgv.filter((a, i, all) => a !== "--import" && all[i - 1] !== "--import").join(" ");
+console.log(`\nnode ${process.version} (${flags || "no flags"}), ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records ${feed.fresh ? "built a chunk at a time outside the clock" : "pre-built (a replayed pool)"}, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
 console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key | full snapshot |");
 console.log("|---|---:|---:|---|---:|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);
