@@ -4,7 +4,7 @@
 // million keys is several dependent cache misses (bucket, entry, the other key's hash), this one is
 // usually one (the probed position holds the hash and the slot side by side).
 import type { Key } from "../api";
-import { NumberMinHeap } from "../minheap";
+import { TimeBuckets } from "../time-buckets";
 import { stateBuffer, stateInt32Array } from "./state-memory";
 import { KeptColumns, type AdoptedTable, type MaterializeBudget, type PackedColumns, type SnapshotHold, type StateKind, type TableChanges } from "./backend";
 
@@ -296,20 +296,10 @@ export function growColumn(col: SlotColumn, capacity: number, stride: number, fi
  * replacement for one timer per key. A bucket is handed back once the watermark has passed every
  * time it may hold, so the owner re-checks each slot's own time (a slot may have been freed,
  * reused or rescheduled since). Unlike timers, no key, no namespace, no ordering within a bucket.
- * A bucket is an Int32Array with a count, reused once handed back: buckets live as long as the
- * times they wait for (a window, a TTL), long enough to reach the old generation, and fresh arrays
- * per bucket were old-space garbage for the collector to mark and compact.
+ * A bucket is an Int32Array with a count, kept in TimeBuckets (found by time, reused once handed back).
  */
 export class SlotSchedule {
-  private readonly buckets = new Map<number, SlotBucket>();
-  private readonly order = new NumberMinHeap();
-  private readonly spare: SlotBucket[] = [];
-  /**
-   * The bucket of a recent time by its low bits (checked against its `at`): add() reads it instead
-   * of the Map, whose get of a millisecond timestamp (a heap number above 2^31) costs a hash of a
-   * double per call, and velocity adds a slot per key per window.
-   */
-  private readonly recent = new Array<SlotBucket | undefined>(RECENT_SLOT_BUCKETS).fill(undefined);
+  private readonly buckets = new TimeBuckets<SlotBucket>((at) => ({ at, slots: new Int32Array(8), n: 0 }), SPARE_SLOT_BUCKETS);
   private count = 0;
 
   constructor(private readonly width: number) {}
@@ -319,19 +309,7 @@ export class SlotSchedule {
   }
 
   add(slot: number, time: number): void {
-    const b = this.width === 0 ? time : Math.floor(time / this.width);
-    const r = b & (RECENT_SLOT_BUCKETS - 1);
-    let bucket = this.recent[r];
-    if (bucket === undefined || bucket.at !== b) {
-      bucket = this.buckets.get(b);
-      if (bucket === undefined) {
-        bucket = this.spare.pop() ?? { at: b, slots: new Int32Array(8), n: 0 };
-        bucket.at = b;
-        this.buckets.set(b, bucket);
-        this.order.push(b);
-      }
-      this.recent[r] = bucket;
-    }
+    const bucket = this.buckets.of(this.width === 0 ? time : Math.floor(time / this.width));
     if (bucket.n === bucket.slots.length) {
       const grown = new Int32Array(2 * bucket.n);
       grown.set(bucket.slots);
@@ -354,23 +332,18 @@ export class SlotSchedule {
    */
   dueLists(watermark: number, fn: (slots: Int32Array, n: number) => void): void {
     const exact = this.width === 0;
-    for (let b = this.order.peek(); b !== undefined && (exact ? b <= watermark : (b + 1) * this.width <= watermark); b = this.order.peek()) {
-      this.order.pop();
-      const bucket = this.buckets.get(b);
-      this.buckets.delete(b);
-      if (bucket === undefined) continue;
-      if (this.recent[b & (RECENT_SLOT_BUCKETS - 1)] === bucket) this.recent[b & (RECENT_SLOT_BUCKETS - 1)] = undefined;
+    const buckets = this.buckets;
+    for (let b = buckets.oldestTime(); b !== undefined && (exact ? b <= watermark : (b + 1) * this.width <= watermark); b = buckets.oldestTime()) {
+      const bucket = buckets.takeOldest();
       this.count -= bucket.n;
       fn(bucket.slots, bucket.n);
       bucket.n = 0;
-      if (this.spare.length < SPARE_SLOT_BUCKETS) this.spare.push(bucket);
+      buckets.recycle(bucket);
     }
   }
 
   clear(): void {
     this.buckets.clear();
-    this.recent.fill(undefined);
-    this.order.clear();
     this.count = 0;
   }
 }
@@ -385,9 +358,6 @@ interface SlotBucket {
 
 /** Handed-back buckets kept for reuse: more than the buckets a window of exact-millisecond times holds. */
 const SPARE_SLOT_BUCKETS = 1024;
-
-/** Buckets add() finds by their time's low bits (a power of two). */
-const RECENT_SLOT_BUCKETS = 4096;
 
 /**
  * What every adopted table has in common: read-only to everyone but its operator, sized and

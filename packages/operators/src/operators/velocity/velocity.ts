@@ -17,7 +17,7 @@ import {
   type ValueState,
   type WatermarkContext,
 } from "../../core/api";
-import { NumberMinHeap } from "../../core/minheap";
+import { TimeBuckets } from "../../core/time-buckets";
 import { MAX_NUMBER_BYTES, MAX_STR_BYTES, ValueWriter } from "../../core/snapshot-codec";
 import { ChangeReportingSlotTableView, estimateBytes, KeptColumns, KeySlots, OperatorKeptTable, SlotSchedule, stateBuffer, stateFloat64Array, type MaterializeBudget, type PackedColumns, type SnapshotHold, type TableChanges, type TtlEntry } from "../../core/state";
 import { defineOperator, type ParamIssue } from "../../core/spec";
@@ -449,7 +449,8 @@ function byStorage(onHeap: () => Operator, onHandles: () => Operator): Operator 
  * long enough to be promoted by the collector, and fresh ones made most of its old-space garbage.
  */
 interface PendingAt {
-  ts: number;
+  /** The records' timestamp (TimeBucket). */
+  at: number;
   keys: Array<Key | undefined>;
   values: Array<JsonObject | undefined>;
   n: number;
@@ -460,9 +461,6 @@ interface WaitingRecords {
   ts: number[];
   values: JsonObject[];
 }
-
-/** Buckets buffer() finds by a timestamp's low bits (a power of two). */
-const RECENT = 4096;
 
 /** Released buckets kept for reuse: more than the timestamps a second of out-of-orderness holds at 1 ms. */
 const SPARE_BUCKETS = 4096;
@@ -1005,15 +1003,8 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private readonly heap: SlotWindows;
   private readonly slots: KeySlots;
   private readonly windows: RowWindows;
-  private readonly pending = new Map<number, PendingAt>();
-  private readonly times = new NumberMinHeap();
-  private readonly spare: PendingAt[] = [];
-  /**
-   * The bucket of a recent timestamp by its low bits (checked against its ts): arrival reads it
-   * instead of the pending Map, whose get of a timestamp (a heap number above 2^31) was 3 % of
-   * the profile. RECENT milliseconds is more than out-of-orderness plus jitter usually spans.
-   */
-  private readonly recent = new Array<PendingAt | undefined>(RECENT).fill(undefined);
+  /** Waiting records, a bucket per timestamp. */
+  private readonly pending = new TimeBuckets<PendingAt>((at) => ({ at, keys: [], values: [], n: 0 }), SPARE_BUCKETS);
   /** Scratch arrays a timestamp's keys and values are sorted into (reused; at most one timestamp's records). */
   private readonly sortedKeys: Key[] = [];
   private readonly sortedValues: JsonObject[] = [];
@@ -1081,36 +1072,23 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
   private buffer(ts: number, key: Key, value: JsonObject): void {
     this.changed(key);
     if (this.pendingIndex !== undefined) indexPending(this.pendingIndex, key, ts, value);
-    const r = ts & (RECENT - 1);
-    let at = this.recent[r];
-    if (at === undefined || at.ts !== ts) {
-      at = this.pending.get(ts);
-      if (at === undefined) {
-        at = this.spare.pop() ?? { ts, keys: [], values: [], n: 0 };
-        at.ts = ts;
-        this.pending.set(ts, at);
-        this.times.push(ts);
-      }
-      this.recent[r] = at;
-    }
+    const at = this.pending.of(ts);
     at.keys[at.n] = key;
     at.values[at.n] = value;
     at.n++;
   }
 
   onWatermark(watermark: number, ctx: WatermarkContext): void {
-    for (let ts = this.times.peek(); ts !== undefined && ts <= watermark; ts = this.times.peek()) {
-      this.times.pop();
-      const at = this.pending.get(ts) as PendingAt;
-      this.pending.delete(ts);
-      if (this.recent[ts & (RECENT - 1)] === at) this.recent[ts & (RECENT - 1)] = undefined;
+    const pending = this.pending;
+    for (let ts = pending.oldestTime(); ts !== undefined && ts <= watermark; ts = pending.oldestTime()) {
+      const at = pending.takeOldest();
       this.release(ts, at, ctx);
       for (let i = 0; i < at.n; i++) {
         at.keys[i] = undefined;
         at.values[i] = undefined;
       }
       at.n = 0;
-      if (this.spare.length < SPARE_BUCKETS) this.spare.push(at);
+      pending.recycle(at);
     }
     this.heap.cleanUp(watermark);
   }
@@ -1237,16 +1215,14 @@ class SlotOrderedVelocity extends OperatorKeptTable implements Operator {
     if (this.pendingIndex !== undefined) return this.pendingIndex;
     const byKey = new Map<Key, WaitingRecords>();
     this.pendingIndex = byKey;
-    const times = [...this.pending.keys()].sort((a, b) => a - b);
-    for (const ts of times) {
-      const at = this.pending.get(ts) as PendingAt;
+    for (const at of [...this.pending.values()].sort((a, b) => a.at - b.at)) {
       at.keys.slice(0, at.n).forEach((k, i) => {
         let p = byKey.get(k as Key);
         if (p === undefined) {
           p = { ts: [], values: [] };
           byKey.set(k as Key, p);
         }
-        p.ts.push(ts);
+        p.ts.push(at.at);
         p.values.push(at.values[i] as JsonObject);
       });
     }
