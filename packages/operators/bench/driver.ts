@@ -62,7 +62,7 @@ export interface KeyedWorkloadDef {
   value?: (i: number, rnd: () => number) => JsonObject;
   /** Keys are drawn uniformly unless this maps a uniform draw to a key index. */
   keyOf?: (u: number) => number;
-  /** Pre-built record pool size (records are replayed with shifted timestamps beyond it). */
+  /** Pre-built record pool size, 2M by default (records are replayed with shifted timestamps beyond it, their keys drawn again the same). */
   pool?: number;
 }
 
@@ -81,6 +81,11 @@ export const feed = {
    * operator keeps (ids, values) were allocated before the heap baseline, so heap / key left them out.
    */
   fresh: false,
+  /**
+   * `--pool N`: caps every workload's pool at N records instead of its own size. A replayed pool
+   * repeats its key draws pass after pass; this reproduces figures measured with another pool size.
+   */
+  pool: undefined as number | undefined,
 };
 
 const FRESH_CHUNK = 65_536;
@@ -158,7 +163,7 @@ export function keyedHostWorkload(def: KeyedWorkloadDef): Workload {
         return { value: def.value ? def.value(g, rnd) : shared, timestamp, key: keyNames[k] as string };
       };
       // The pool (the default feed): built once, replayed with shifted timestamps beyond its end.
-      const poolSize = feed.fresh ? 0 : Math.min(def.events, def.pool ?? 2_000_000);
+      const poolSize = feed.fresh ? 0 : Math.min(def.events, feed.pool ?? def.pool ?? 2_000_000);
       const poolRnd = prng(42);
       const records: StreamRecord[] = Array.from({ length: poolSize }, (_, i) => build(poolRnd, i, 0));
       const base = Float64Array.from(records, (r) => r.timestamp);

@@ -4,7 +4,8 @@
 // runner's processes run the engine with (apps/runner/src/process-flags.ts; a test keeps them equal).
 //   options: --runs N (default 3), --only id1,id2, --per-record (one processElement per record
 //   instead of the records between two watermarks in one processBatch), --fresh (records built a
-//   chunk at a time outside the clock instead of a replayed pool): see feed in ./driver
+//   chunk at a time outside the clock instead of a replayed pool), --pool N (every workload's pool
+//   capped at N records): see feed in ./driver
 import os from "node:os";
 import { feed } from "./driver";
 import { workloads } from "./workloads";
@@ -18,6 +19,11 @@ const runs = Math.max(3, Number(opt("runs") ?? 3));
 const only = opt("only")?.split(",");
 feed.batches = !args.includes("--per-record");
 feed.fresh = args.includes("--fresh");
+const pool = opt("pool");
+if (pool !== undefined) {
+  feed.pool = Number(pool);
+  if (!Number.isInteger(feed.pool) || feed.pool < 1) throw new Error(`--pool ${pool}: expected a whole number of records, at least 1`);
+}
 
 const fmt = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0));
 const median = (xs: number[]): number => {
@@ -48,7 +54,7 @@ for (const w of workloads) {
 
 const load = os.loadavg().map((l) => l.toFixed(1)).join(" ");
 const flags = process.execArgv.filter((a, i, all) => a !== "--import" && all[i - 1] !== "--import").join(" ");
-console.log(`\nnode ${process.version} (${flags || "no flags"}), ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records ${feed.fresh ? "built a chunk at a time outside the clock" : "pre-built (a replayed pool)"}, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
+console.log(`\nnode ${process.version} (${flags || "no flags"}), ${os.cpus()[0]?.model ?? "unknown cpu"} (${os.cpus().length} cpus), ${os.platform()} ${os.arch()}, load average ${load} at the end; single thread, heap state, records ${feed.fresh ? "built a chunk at a time outside the clock" : `pre-built (a replayed pool${feed.pool !== undefined ? ` capped at ${feed.pool}` : ""})`}, fed ${feed.batches ? "in batches between watermarks" : "one by one"}; median of ${runs} runs after a warm-up\n`);
 console.log("| workload | events | median | runs | outputs | live keys | heap / key | estimate / key | full snapshot |");
 console.log("|---|---:|---:|---|---:|---:|---:|---:|---:|");
 for (const r of rows) console.log(r);
