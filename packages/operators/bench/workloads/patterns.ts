@@ -7,6 +7,9 @@ import { dedupSpec } from "../../src/operators/dedup/dedup";
 import { velocitySpec } from "../../src/operators/velocity/velocity";
 import { keyedHostWorkload, type Workload } from "../driver";
 
+/** Ordered velocity's input: one minute of event time at 100k events/s, every record drawn (no replay). */
+const VELOCITY_EVENTS = 6_000_000;
+
 export const patternWorkloads: Workload[] = [
   keyedHostWorkload({
     id: "velocity-ordered-1m",
@@ -15,14 +18,14 @@ export const patternWorkloads: Workload[] = [
       "1M keys, 100k events/s of event time (1 per key per 10 s: 6M events fill one 1-min window, ~6 records per key, Poisson), jitter 500 ms, out-of-orderness 1 s; records buffered until the watermark, counted in timestamp order; with threshold 5 a record alerts when it is its key's fifth or later, 37 % of them (an alert-heavy worst case: each alert builds its evidence); every record drawn, none replayed",
     spec: velocitySpec as unknown as OperatorSpec,
     params: { threshold: 5, windowMs: 60_000, mode: "ordered" },
-    events: 6_000_000,
+    events: VELOCITY_EVENTS,
     keys: 1_000_000,
     eventsPerSecond: 100_000,
     jitterMs: 500,
     maxOutOfOrdernessMs: 1_000,
     // No replay: a 2M pool played three times drew 865k of the keys and gave each key three copies
     // of its count, so 47 % of the records alerted instead of the 37 % independent draws give.
-    pool: 6_000_000,
+    pool: VELOCITY_EVENTS,
   }),
   keyedHostWorkload({
     id: "velocity-eager-100k",

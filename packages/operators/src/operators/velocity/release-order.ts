@@ -36,7 +36,7 @@ export class ReleaseOrder {
   /** Each index's first code unit past the prefix (its code's top byte). */
   private leads = new Int32Array(64);
   /** Per lead unit: first its count, then where its bucket starts, then where it ends. */
-  private readonly bucketEnds = new Int32Array(257);
+  private readonly bucketEnds = new Int32Array(256);
   private leadMin = 0;
   private leadMax = 0;
   private order = new Int32Array(64);
