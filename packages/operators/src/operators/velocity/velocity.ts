@@ -870,9 +870,9 @@ class RowWindows implements WindowView {
    * Reads every cache line of the rows of slots[0, n), skipping negative slots: a stage of
    * independent loads whose cache misses overlap, ahead of the work on those rows. A row is 128
    * bytes, but a page's buffer is aligned to 16 bytes only (node allocates it with calloc), so a row
-   * spans three lines; its first and last doubles missed the middle one, where a key's usual five
-   * or six timestamps end (+2.5 % on the 1 M-key bench). Returns what it read (keep it, so that the
-   * compiler keeps the reads).
+   * spans three lines; its first and last doubles missed the middle one, which holds a key's
+   * timestamps from about the fourth on (+2.5 % on the 1 M-key bench). Returns what it read (keep
+   * it, so that the compiler keeps the reads).
    */
   touchRows(slots: Int32Array, n: number): number {
     const pages = this.pages;
