@@ -27,6 +27,7 @@ export * from "./pipeline/document";
 export * from "./pipeline/durations";
 export * from "./pipeline/json-location";
 export * from "./pipeline/rule-outputs";
+export * from "./pipeline/outputs";
 export {
   canConnect,
   formatIssue,

@@ -147,6 +147,13 @@ export interface OperatorSpec<P extends z.ZodType = z.ZodType> {
    * arrive with.
    */
   keySelector?(params: z.infer<P>): KeySelector;
+  /**
+   * Params that name a file on the runner (source.file's and sink.file's `path`): the validator keeps
+   * them relative and inside the runner's data folder, and the runner resolves them there.
+   */
+  filePaths?: readonly string[];
+  /** For sinks: the param naming the output written (a file or a Kafka topic), so that each output has one writer. */
+  writes?: { param: string; kind: "file" | "topic" };
   /** Absent for sources and sinks, whose I/O the runner provides. */
   create?(params: z.infer<P>, init: OperatorInit): Operator;
 }

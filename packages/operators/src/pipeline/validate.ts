@@ -10,12 +10,23 @@ import type { OperatorSpec, StateRetention, StreamKind } from "../core/spec";
 import { closestName } from "../expr/cel";
 import { PIPELINE_FORMAT, parseEdgeEnd, pipelineDocumentSchema, type PipelineDocument } from "./document";
 import { formatDuration } from "./durations";
+import { deadLetterOutput, describeOutput, outputKey, relativePathInFolder, sinkOutput } from "./outputs";
 
 // ---- Which operators exist ------------------------------------------------------------------
 
 export interface ValidateOptions {
   /** The operators to validate against; default: the catalog. Tests and previews pass their own. */
   specs?: readonly OperatorSpec[];
+  /**
+   * Leave out the check that file params are relative paths inside the data folder: the engine
+   * (LocalJob opens no file) and `keyflow run --allow-paths DIR`, where the runner confines paths itself.
+   */
+  anyFilePaths?: boolean;
+  /**
+   * Leave out the one-writer-per-output check: the engine, and a rule job's composed pipeline, whose
+   * versions' sinks share their outputs through the job's routing (each version is checked alone).
+   */
+  sharedOutputs?: boolean;
 }
 
 interface Registry {
@@ -598,6 +609,9 @@ export function validatePipeline(doc: unknown, opts?: ValidateOptions): Validati
     else issues.push(...paramIssues(node.id, spec, raw, parsed.error));
   }
 
+  // -- files inside the data folder, one writer per output
+  issues.push(...fileAndOutputIssues(document, specs, params, opts));
+
   // -- edges and ports
   const { edges, issues: edgeIssues } = resolveEdges(document, specs);
   issues.push(...edgeIssues);
@@ -700,6 +714,53 @@ export function validatePipeline(doc: unknown, opts?: ValidateOptions): Validati
   const inputFields: Record<string, readonly string[]> = {};
   for (const [id, f] of fields.input) if (f) inputFields[id] = f;
   return { ok: !issues.some((i) => i.severity === "error"), document, params, inputFields, issues };
+}
+
+/** File params outside the data folder, and two writers of one output (two sinks, or a sink and the dead letters). */
+function fileAndOutputIssues(doc: PipelineDocument, specs: ReadonlyMap<string, OperatorSpec | undefined>, params: Record<string, unknown>, opts: ValidateOptions | undefined): Issue[] {
+  const issues: Issue[] = [];
+  if (!opts?.anyFilePaths) {
+    for (const [id, spec] of specs) {
+      for (const param of spec?.filePaths ?? []) {
+        const value = (params[id] as Record<string, unknown> | undefined)?.[param];
+        if (typeof value !== "string") continue;
+        const r = relativePathInFolder(value);
+        if (!r.ok) issues.push({ severity: "error", code: "path-outside-folder", nodeId: id, param, message: `node "${id}": param "${param}" ${r.reason}` });
+      }
+    }
+  }
+  if (opts?.sharedOutputs) return issues;
+  const writers = new Map<string, string>();
+  for (const [id, spec] of specs) {
+    const out = sinkOutput(spec, params[id]);
+    if (!out || !spec?.writes) continue;
+    const key = outputKey(out);
+    const first = writers.get(key);
+    if (first === undefined) {
+      writers.set(key, id);
+      continue;
+    }
+    issues.push({
+      severity: "error",
+      code: "shared-output",
+      nodeId: id,
+      param: spec.writes.param,
+      message: `node "${id}": param "${spec.writes.param}" writes ${describeOutput(out)}, which node "${first}" writes too — one writer per output: give each sink its own ${out.kind}`,
+    });
+  }
+  const dlq = deadLetterOutput(doc);
+  const taken = writers.get(outputKey(dlq));
+  if (taken !== undefined) {
+    const param = specs.get(taken)?.writes?.param ?? "";
+    issues.push({
+      severity: "error",
+      code: "shared-output",
+      nodeId: taken,
+      param,
+      message: `node "${taken}": param "${param}" writes ${describeOutput(dlq)}, the pipeline's dead-letter output — one writer per output: give the sink another ${dlq.kind}${dlq.kind === "topic" ? " (or set settings.deadLetterTopic)" : ""}`,
+    });
+  }
+  return issues;
 }
 
 function typeHint(type: string, operatorTypes: readonly string[]): string {

@@ -44,6 +44,14 @@ describe("backtestPipeline", () => {
     expect(validatePipeline(p).ok).toBe(true);
   });
 
+  it("a file range outside the runner's data folder (/proc/self/environ) is refused before anything is deployed", () => {
+    for (const path of ["/proc/self/environ", "../../proc/self/environ"]) {
+      const p = backtestPipeline(rule(), { kind: "file", path }, "bt5");
+      const errors = validatePipeline(p).issues.filter((i) => i.severity === "error").map((i) => i.message);
+      expect(errors).toEqual([expect.stringMatching(/^node "payments": param "path" must be a path inside the data folder, not (an absolute path|one that leaves it)/)]);
+    }
+  });
+
   it("refuses a range the graph cannot take, saying why", () => {
     const fileOnly = pipelineDocumentSchema.parse({ ...rule(), nodes: [{ id: "payments", type: "source.file", params: { path: "x.jsonl", timestampField: "ts" } }, ...rule().nodes.slice(1)] });
     expect(() => backtestPipeline(fileOnly, { kind: "kafka", from: { by: "earliest" }, to: { by: "latest" } }, "b")).toThrow(/has no Kafka source: a Kafka range cannot be replayed through it/);

@@ -29,7 +29,7 @@ export const backtestRangeSchema = z.discriminatedUnion("kind", [
   }),
   z.object({
     kind: z.literal("file"),
-    /** A JSON-lines file on the runner's machine (absolute, or relative to its KEYFLOW_DATA_DIR; an upload's is `uploads/…`). */
+    /** A JSON-lines file on the runner's machine, relative to and inside its KEYFLOW_DATA_DIR (the validator refuses others); an upload's is `uploads/…`. */
     path: z.string().trim().min(1),
     /** The uploaded file's own name, shown beside the path (backtests-files.ts). */
     name: z.string().max(200).optional(),

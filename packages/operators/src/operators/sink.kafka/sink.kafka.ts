@@ -36,4 +36,5 @@ topic a retention that covers the replayed period, or retention by size only (\`
   outputs: [],
   requiresKeyedInput: false,
   stateful: false,
+  writes: { param: "topic", kind: "topic" },
 });
