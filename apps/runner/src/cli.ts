@@ -15,7 +15,7 @@ import { loadPipelineFile } from "./pipeline/load";
 const USAGE = `usage:
   keyflow validate <pipeline.json>
   keyflow run <pipeline.json> [--checkpoint-dir DIR] [--parallelism N] [--state-backend heap|disk] [--job-id ID]
-              [--restore PATH [--allow-non-restored-state]]
+              [--restore PATH [--allow-non-restored-state]] [--allow-paths DIR]
   keyflow serve [--port N] [--deploy <pipeline.json>]...
   keyflow savepoint <jobId> [--runner URL] [--dir DIR] [--stop]
   keyflow restore <savepointPath> <pipeline.json> [--runner URL] [--job-id ID] [--parallelism N] [--allow-non-restored-state]
@@ -24,6 +24,8 @@ const USAGE = `usage:
   run       run a pipeline: bounded sources (files, bounded Kafka) to the end, others until Ctrl-C;
             with --checkpoint-dir, a second run resumes from the newest checkpoint there
             --restore starts from a checkpoint or savepoint folder instead
+            file paths are relative to the pipeline file's folder and stay inside it; --allow-paths DIR
+            allows any path inside DIR instead (absolute ones included)
   serve     the runner service: job API and Prometheus /metrics on port 8081 (RUNNER_PORT)
   savepoint take a savepoint of a job of the running service (--stop: and stop the job); prints its path
   restore   deploy a pipeline on the running service from a savepoint, at --parallelism N (a rescale)
@@ -115,9 +117,12 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     "checkpoint-interval": { type: "string" },
     restore: { type: "string" },
     "allow-non-restored-state": { type: "boolean" },
+    "allow-paths": { type: "string" },
   });
   const file = onePipelineFile(positionals, "run");
-  const loaded = await loadPipelineFile(file);
+  // The data folder is the pipeline file's; --allow-paths DIR: the runner confines paths to DIR instead of the validator to relative ones.
+  const allowPaths = values["allow-paths"] !== undefined ? path.resolve(values["allow-paths"]) : undefined;
+  const loaded = await loadPipelineFile(file, process.cwd(), allowPaths !== undefined ? { anyFilePaths: true } : undefined);
   if (!loaded.ok) {
     process.stderr.write(loaded.problems.join("\n") + "\n");
     return 1;
@@ -148,6 +153,7 @@ async function runCommand(args: readonly string[], env: RunnerEnv): Promise<numb
     doc,
     jobId: values["job-id"] ?? doc.name,
     baseDir: loaded.baseDir,
+    ...(allowPaths !== undefined ? { fileRoot: allowPaths } : {}),
     env,
     log: log.child(doc.name),
     ...(checkpointDir !== undefined ? { checkpointDir } : {}),

@@ -1,12 +1,12 @@
 // Which connector serves which node type: the one place that maps source.*/sink.* nodes to their
 // RecordSource/RecordSink, and picks the dead-letter output (the `<name>.dlq` topic when the
 // pipeline uses Kafka, else `<name>.dlq.jsonl` beside the file sinks).
-import path from "node:path";
-import type { PipelineDocument } from "@keyflow/operators";
+import { deadLetterOutput, type PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import type { Clock } from "../job/clock";
 import type { Connectors, JobIoNode } from "../job/driver";
 import type { Logger } from "../log";
+import { confinePath } from "./confine";
 import { DemoSource } from "./demo";
 import { FileDeadLetterSink, FileSink } from "./file/sink";
 import { FileSource } from "./file/source";
@@ -23,8 +23,10 @@ export interface ConnectorContext {
   doc: PipelineDocument;
   /** Names consumer groups and transactional ids: stable across restarts of the same job. */
   jobId: string;
-  /** Relative file paths resolve against this folder (the pipeline file's folder for the CLI). */
+  /** Relative file paths resolve against this folder (the data folder; the pipeline file's folder for the CLI). */
   baseDir: string;
+  /** The folder every file read or written must be in (realpath, symlinks included); default baseDir (`keyflow run --allow-paths DIR`: DIR). */
+  fileRoot?: string;
   env: RunnerEnv;
   clock: Clock;
   log: Logger;
@@ -34,10 +36,6 @@ export interface ConnectorContext {
 
 export function usesKafka(doc: PipelineDocument): boolean {
   return doc.nodes.some((n) => n.type === "source.kafka" || n.type === "sink.kafka");
-}
-
-export function deadLetterTopic(doc: PipelineDocument): string {
-  return doc.settings.deadLetterTopic ?? `${doc.name}.dlq`;
 }
 
 /** Kafka transactional ids and group ids allow these characters. */
@@ -53,7 +51,9 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
     const b = resolveBrokers(nodeId, brokers, defaultBrokers);
     return { kafka: clients.kafka(b), admin: () => clients.admin(b) };
   };
-  const resolvePath = (p: string) => path.resolve(ctx.baseDir, p);
+  // Checked again at every start of the job: a symlink placed after the deploy is caught too.
+  const fileRoot = ctx.fileRoot ?? ctx.baseDir;
+  const resolvePath = (what: string, p: string) => confinePath(p, what, { root: fileRoot, base: ctx.baseDir, folder: ctx.fileRoot === undefined ? "data folder" : `allowed folder ${fileRoot}` });
   const txTimeout = Math.min(900_000, Math.max(60_000, 2 * doc.settings.checkpointIntervalMs + 60_000));
 
   return {
@@ -62,7 +62,7 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
       switch (node.type) {
         case "source.file": {
           const p = ioParams("source.file", node.nodeId, node.params);
-          return new FileSource({ nodeId: node.nodeId, file: resolvePath(p.path), displayPath: p.path, idleTimeoutMs: p.idleTimeoutMs });
+          return new FileSource({ nodeId: node.nodeId, file: resolvePath(`node "${node.nodeId}": param "path"`, p.path), displayPath: p.path, idleTimeoutMs: p.idleTimeoutMs });
         }
         case "source.kafka": {
           const p = ioParams("source.kafka", node.nodeId, node.params);
@@ -95,7 +95,7 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
       switch (node.type) {
         case "sink.file": {
           const p = ioParams("sink.file", node.nodeId, node.params);
-          return new FileSink(node.nodeId, resolvePath(p.path), p.path, nodeLog);
+          return new FileSink(node.nodeId, resolvePath(`node "${node.nodeId}": param "path"`, p.path), p.path, nodeLog);
         }
         case "sink.kafka": {
           const p = ioParams("sink.kafka", node.nodeId, node.params);
@@ -118,13 +118,14 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
 
     deadLetters(): DeadLetterSink {
       const dlqLog = log.child("dead-letters");
-      if (usesKafka(doc)) {
+      const output = deadLetterOutput(doc);
+      if (output.kind === "topic") {
         // Dead letters follow the pipeline's promise: when any Kafka sink is exactly-once, each refused
         // record must reach the dead-letter topic once across restarts too, so they share its 2PC.
         const exactlyOnce = doc.nodes.some((n) => n.type === "sink.kafka" && ioParams("sink.kafka", n.id, n.params).deliveryGuarantee === "exactly-once");
         const writer = new KafkaWriter({
           ...kafkaFor("dead-letters", undefined),
-          topic: deadLetterTopic(doc),
+          topic: output.topic,
           guarantee: exactlyOnce ? "exactly-once" : "at-least-once",
           ...(exactlyOnce ? { transactionalId: safeId(`keyflow.${ctx.jobId}.dead-letters.0`), transactionTimeoutMs: txTimeout } : {}),
           what: "the dead-letter output",
@@ -132,10 +133,7 @@ export function createConnectors(ctx: ConnectorContext): Connectors {
         });
         return new KafkaDeadLetterSink(writer);
       }
-      const firstFileSink = doc.nodes.find((n) => n.type === "sink.file");
-      const dir = firstFileSink ? path.dirname(ioParams("sink.file", firstFileSink.id, firstFileSink.params).path) : ".";
-      const display = path.join(dir, `${doc.name}.dlq.jsonl`);
-      return new FileDeadLetterSink(resolvePath(display), display, dlqLog);
+      return new FileDeadLetterSink(resolvePath("the dead-letter file", output.path), output.path, dlqLog);
     },
 
     close: () => clients.close(),

@@ -16,6 +16,8 @@ export interface CreateJobOptions {
   /** Stable across restarts: names checkpoints, consumer groups and transactional ids. */
   jobId: string;
   baseDir: string;
+  /** The folder file paths must stay in (`keyflow run --allow-paths`); default baseDir. */
+  fileRoot?: string;
   env: RunnerEnv;
   log: Logger;
   /** Durable checkpoints here (resumed from when present); undefined: checkpoints only commit sinks. */
@@ -44,6 +46,7 @@ export function createJobDriver(o: CreateJobOptions): JobDriver {
     doc: o.doc,
     jobId: o.jobId,
     baseDir: o.baseDir,
+    ...(o.fileRoot !== undefined ? { fileRoot: o.fileRoot } : {}),
     env: o.env,
     clock,
     log: o.log,

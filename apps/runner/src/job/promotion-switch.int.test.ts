@@ -259,8 +259,9 @@ describe.each([1, 2])("promotion and rollback of a rule job at parallelism %i, u
       const file = path.join(dir, `${rule}-v${v}.json`);
       const out = path.join(dir, `${rule}-alone-v${v}.jsonl`);
       const doc = version(`${rule}-alone-v${v}`, input, threshold, "unused");
-      doc.nodes[0] = { id: "payments", type: "source.file", params: { path: inputFile, timestampField: "ts", maxOutOfOrdernessMs: 1_000 } };
-      doc.nodes[3] = { id: "alerts", type: "sink.file", params: { path: out } };
+      // Relative to the pipeline file's folder (`keyflow run`'s data folder), where both are.
+      doc.nodes[0] = { id: "payments", type: "source.file", params: { path: path.basename(inputFile), timestampField: "ts", maxOutOfOrdernessMs: 1_000 } };
+      doc.nodes[3] = { id: "alerts", type: "sink.file", params: { path: path.basename(out) } };
       writeFileSync(file, JSON.stringify(doc));
       const r = await runCli(["run", file]);
       expect(r.code, r.stderr).toBe(0);

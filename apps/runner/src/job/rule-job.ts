@@ -5,7 +5,7 @@
 // were; removing v3 needs allowNonRestoredState for its nodes only). Sources the versions share (same
 // id, type and params) are read once; a source a version changed gets a namespaced copy of its own.
 import { z } from "zod";
-import { shadowTopic, type PipelineDocument } from "@keyflow/operators";
+import { relativePathInFolder, shadowTopic, type PipelineDocument } from "@keyflow/operators";
 import { checkPipeline } from "../pipeline/load";
 
 export const branchModeSchema = z.enum(["shadow", "enforcing", "stopped"]);
@@ -30,6 +30,8 @@ export interface BranchSinkRoute {
   version: number;
   /** What the shadow output changes in the sink's params (its topic, or its file): the rest, and the enforcing output, are the node's own. */
   shadowOverrides: Record<string, unknown>;
+  /** A file sink's enforcement file (its `path`): branches naming the same one share one writer of it (./routing.ts). */
+  enforcementFile?: string;
 }
 
 export interface ComposedRuleJob {
@@ -119,7 +121,9 @@ export function composeRuleJob(input: unknown, baseDir: string): ComposeResult {
       ids.set(node.id, id);
       nodes.push({ ...node, id });
       if (node.type.startsWith("sink.")) {
-        routes.push({ nodeId: id, version, shadowOverrides: shadowOverridesOf(spec.name, version, node, kafkaSinks) });
+        const written = node.type === "sink.file" && typeof node.params.path === "string" ? relativePathInFolder(node.params.path) : undefined;
+        const file = written === undefined ? undefined : written.ok ? written.normalized : String(node.params.path);
+        routes.push({ nodeId: id, version, shadowOverrides: shadowOverridesOf(spec.name, version, node, kafkaSinks), ...(file !== undefined ? { enforcementFile: file } : {}) });
       }
     }
     const end = (e: string) => {
@@ -140,7 +144,8 @@ export function composeRuleJob(input: unknown, baseDir: string): ComposeResult {
     nodes,
     edges,
   };
-  const checked = checkPipeline(composed, `rule job ${spec.name}`, baseDir);
+  // Its versions' sinks share their outputs through the routing (one writer each: ./outputs.ts); each version was checked alone above.
+  const checked = checkPipeline(composed, `rule job ${spec.name}`, baseDir, { sharedOutputs: true });
   if (!checked.ok) return { ok: false, problems: checked.problems };
   return { ok: true, job: { doc: checked.doc, routes, initialModes: new Map(branches.map((b) => [b.version, b.mode])), nodeIds }, warnings };
 }

@@ -3,13 +3,13 @@
 // print, never throws for a user's mistake.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { formatIssue, parseJsonWithLocation, validatePipeline, type PipelineDocument } from "@keyflow/operators";
+import { formatIssue, parseJsonWithLocation, validatePipeline, type PipelineDocument, type ValidateOptions } from "@keyflow/operators";
 
 export type LoadedPipeline =
   | { ok: true; doc: PipelineDocument; file: string; baseDir: string; warnings: string[] }
   | { ok: false; file: string; problems: string[] };
 
-export async function loadPipelineFile(file: string, cwd = process.cwd()): Promise<LoadedPipeline> {
+export async function loadPipelineFile(file: string, cwd = process.cwd(), opts?: ValidateOptions): Promise<LoadedPipeline> {
   const abs = path.resolve(cwd, file);
   let text: string;
   try {
@@ -23,12 +23,12 @@ export async function loadPipelineFile(file: string, cwd = process.cwd()): Promi
   if (!parsed.ok) {
     return { ok: false, file, problems: [`${file}:${parsed.location.line}:${parsed.location.column}: invalid JSON: ${parsed.message}`] };
   }
-  return checkPipeline(parsed.value, file, path.dirname(abs));
+  return checkPipeline(parsed.value, file, path.dirname(abs), opts);
 }
 
 /** Validates an already-parsed document (the service's POST /jobs uses the same path). */
-export function checkPipeline(input: unknown, file: string, baseDir: string): LoadedPipeline {
-  const result = validatePipeline(input);
+export function checkPipeline(input: unknown, file: string, baseDir: string, opts?: ValidateOptions): LoadedPipeline {
+  const result = validatePipeline(input, opts);
   const errors = result.issues.filter((i) => i.severity === "error");
   const warnings = result.issues.filter((i) => i.severity === "warning").map((i) => `${file}: ${formatIssue(i)}`);
   if (!result.ok || !result.document || errors.length > 0) {

@@ -9,6 +9,8 @@ import type { RunnerEnv } from "../env";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
 import { checkPipeline } from "../pipeline/load";
+import { confinePath, PathOutsideFolderError } from "../io/confine";
+import { OutputConflictError } from "../job/outputs";
 import { DryRunRequestError, dryRunRequestSchema, runDryRun } from "./dry-run";
 import { DeployConflictError, JobStateError, type JobManager, type JobView, type ManagedJob } from "./jobs";
 import path from "node:path";
@@ -274,9 +276,10 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         }
         if (restoreFrom !== undefined) {
           // Refused here, with the nodes named, rather than by a job that then fails and restarts.
+          const folder = inCheckpointRoot(restoreFrom, "restoreFrom");
           let from;
           try {
-            from = await readCheckpointFolder(path.resolve(restoreFrom));
+            from = await readCheckpointFolder(folder);
           } catch (err) {
             throw new HttpError(400, `restoreFrom: ${errorMessage(err)}`);
           }
@@ -288,12 +291,11 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         let job: ManagedJob;
         try {
           job = jobs.deploy(deploymentId, doc, {
-            ...(restoreFrom !== undefined ? { restoreFrom: path.resolve(restoreFrom) } : {}),
+            ...(restoreFrom !== undefined ? { restoreFrom: inCheckpointRoot(restoreFrom, "restoreFrom") } : {}),
             ...(allowNonRestoredState ? { allowNonRestoredState } : {}),
           });
         } catch (err) {
-          if (err instanceof DeployConflictError) throw new HttpError(409, err.message);
-          throw err;
+          throw deployError(err);
         }
         send(res, 201, { ...job.view(), warnings: checked.warnings });
       },
@@ -313,15 +315,14 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           doc.settings.parallelism = parallelism;
         }
         if (restoreFrom !== undefined) {
-          const check = await restoreCheck(path.resolve(restoreFrom), doc, allowNonRestoredState ?? false);
+          const check = await restoreCheck(inCheckpointRoot(restoreFrom, "restoreFrom"), doc, allowNonRestoredState ?? false);
           if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline of rule job "${jobId}"`, { issues: check.problems.map(inVersionTerms) });
         }
         let job: ManagedJob;
         try {
-          job = jobs.deploy(jobId, doc, { ...(restoreFrom !== undefined ? { restoreFrom: path.resolve(restoreFrom) } : {}), ...(allowNonRestoredState ? { allowNonRestoredState } : {}) }, composed.job);
+          job = jobs.deploy(jobId, doc, { ...(restoreFrom !== undefined ? { restoreFrom: inCheckpointRoot(restoreFrom, "restoreFrom") } : {}), ...(allowNonRestoredState ? { allowNonRestoredState } : {}) }, composed.job);
         } catch (err) {
-          if (err instanceof DeployConflictError) throw new HttpError(409, err.message);
-          throw err;
+          throw deployError(err);
         }
         send(res, 201, { ...job.view(), warnings: composed.warnings, nodeIds: Object.fromEntries([...composed.job.nodeIds].map(([v, ids]) => [String(v), Object.fromEntries(ids)])) });
       },
@@ -337,7 +338,7 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         const job = body.data.restoreFrom === undefined && body.data.jobId !== undefined ? requireJob(body.data.jobId) : undefined;
         // A running job prunes old checkpoints: one pruned while read is tried again with the newest.
         for (let attempt = 1; ; attempt++) {
-          const from = body.data.restoreFrom !== undefined ? path.resolve(body.data.restoreFrom) : job?.lastCheckpointPath;
+          const from = body.data.restoreFrom !== undefined ? inCheckpointRoot(body.data.restoreFrom, "restoreFrom") : job?.lastCheckpointPath;
           if (from === undefined) {
             send(res, 200, { checkpoint: null, compatible: true, problems: [], dropped: [], note: "no checkpoint to restore from: the rule job would start empty" });
             return;
@@ -578,7 +579,24 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
     const text = await readBody(req);
     const body = savepointRequestSchema.safeParse(text.trim() === "" ? {} : parseJson(text));
     if (!body.success) throw new HttpError(400, "invalid savepoint request", { issues: body.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`) });
-    return body.data.dir !== undefined ? path.resolve(body.data.dir) : path.join(env.checkpointRoot, "savepoints", job.deploymentId);
+    return body.data.dir !== undefined ? inCheckpointRoot(body.data.dir, "dir") : path.join(env.checkpointRoot, "savepoints", job.deploymentId);
+  }
+
+  /** A restore's or savepoint's folder, resolved inside the checkpoint root (realpath), else 400. */
+  function inCheckpointRoot(p: string, what: string): string {
+    try {
+      return confinePath(p, what, { root: env.checkpointRoot, folder: "checkpoint folder" });
+    } catch (err) {
+      if (err instanceof PathOutsideFolderError) throw new HttpError(400, err.message);
+      throw err;
+    }
+  }
+
+  /** A deploy's refusal as an HTTP error: 409 for the job or an output taken, 400 for a path outside its folder. */
+  function deployError(err: unknown): unknown {
+    if (err instanceof DeployConflictError || err instanceof OutputConflictError) return new HttpError(409, err.message);
+    if (err instanceof PathOutsideFolderError) return new HttpError(400, err.message);
+    return err;
   }
 
   /** Whether the state of the checkpoint or savepoint folder `from` fits `doc` (nodes named when it does not). */

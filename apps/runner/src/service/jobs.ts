@@ -18,6 +18,8 @@ import { JobOps } from "../ops/job-ops";
 import type { TaskTimes } from "../exec/channel";
 import { RuleRouting, routeConnectors, type RoutingSwitch, type RoutingView } from "../job/routing";
 import type { BranchMode, ComposedRuleJob } from "../job/rule-job";
+import { confinePath } from "../io/confine";
+import { confineJobFiles, conflictWithRunning, jobOutputs, OutputConflictError, sharedWithinJob, type JobOutput } from "../job/outputs";
 
 export type ManagedStatus = "starting" | "running" | "restarting" | "stopping" | "finished" | "stopped" | "failed";
 
@@ -88,12 +90,15 @@ export class ManagedJob {
   readonly ops: JobOps;
   /** A rule job's routing of its branches' alerts (../job/routing.ts), kept across restarts. */
   readonly routing: RuleRouting | undefined;
+  /** What the job writes (files, topics, dead letters): no other running job may write them. */
+  readonly outputs: readonly JobOutput[];
 
   constructor(
     readonly deploymentId: string,
     readonly doc: PipelineDocument,
-    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents; restore?: RestoreOptions; rule?: ComposedRuleJob },
+    private readonly deps: { env: RunnerEnv; log: Logger; clock: Clock; policy: RestartPolicy; checkpointIntervalMs?: number; events?: JobEvents; restore?: RestoreOptions; rule?: ComposedRuleJob; outputs?: readonly JobOutput[] },
   ) {
+    this.outputs = deps.outputs ?? [];
     this.restoreFrom = deps.restore?.restoreFrom;
     this.createdAt = deps.clock.now();
     this.checkpointDir = path.join(deps.env.checkpointRoot, deploymentId);
@@ -355,11 +360,25 @@ export class JobManager {
   private readonly checkpointIntervalMs: number | undefined;
   private readonly events: JobEvents | undefined;
 
-  /** Starts a deployment (a rule job with `rule`). Refuses an id whose job is still active; replaces one that has ended. */
+  /**
+   * Starts a deployment (a rule job with `rule`). Refuses an id whose job is still active (replaces one
+   * that has ended), a file outside the data folder or a restore outside the checkpoint root
+   * (PathOutsideFolderError), and an output that another running job writes (OutputConflictError).
+   */
   deploy(deploymentId: string, doc: PipelineDocument, restore?: RestoreOptions, rule?: ComposedRuleJob): ManagedJob {
     const existing = this.jobs.get(deploymentId);
     if (existing?.active) throw new DeployConflictError(`job "${deploymentId}" is already ${existing.status}; stop it first (DELETE /jobs/${deploymentId})`);
+    if (restore?.restoreFrom !== undefined) {
+      restore = { ...restore, restoreFrom: confinePath(restore.restoreFrom, "restoreFrom", { root: this.env.checkpointRoot, folder: "checkpoint folder" }) };
+    }
+    confineJobFiles(doc, this.env.dataDir);
+    const outputs = jobOutputs(doc, this.env.dataDir, rule);
+    const within = sharedWithinJob(outputs);
+    if (within.length > 0) throw new OutputConflictError(`job "${deploymentId}": ${within.join("; ")}`);
+    const conflict = conflictWithRunning(deploymentId, outputs, this.list().filter((j) => j.active).map((j) => ({ id: j.deploymentId, outputs: j.outputs })));
+    if (conflict !== undefined) throw new OutputConflictError(conflict);
     const job = new ManagedJob(deploymentId, doc, {
+      outputs,
       env: this.env,
       log: this.log.child(`job ${deploymentId}`),
       clock: this.clock,

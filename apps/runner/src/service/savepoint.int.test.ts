@@ -109,7 +109,7 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
 
     // A savepoint of the running job (`keyflow savepoint`, over POST /jobs/:id/savepoint): a
     // complete, committed checkpoint folder of its own.
-    const sp = await runCli(["savepoint", `sp-${run}-a`, "--runner", service.url, "--dir", path.join(dir, "savepoints")]);
+    const sp = await runCli(["savepoint", `sp-${run}-a`, "--runner", service.url, "--dir", path.join(dir, "checkpoints", "savepoints")]);
     expect(sp.code, sp.stderr).toBe(0);
     const spPath = sp.stdout.trim();
     expect(spPath.startsWith(path.join(dir, "savepoints", "savepoint-"))).toBe(true);

@@ -1,14 +1,14 @@
 // POST /files on a real runner service: a JSON-lines file is stored under the data directory with a
 // name the runner chooses and the same bytes; a bad line, an empty file and a file over the limit are
 // refused with the line or the limit named, and leave nothing behind; the token and the type are required.
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEnv } from "../env";
 import { silentLogger } from "../log";
 import { createRunnerService, type RunnerService } from "./main";
-import { DEFAULT_MAX_UPLOAD_BYTES, receiveUpload, storedUploadSchema, uploadLimit } from "./uploads";
+import { DEFAULT_MAX_UPLOAD_BYTES, openUpload, receiveUpload, storedUploadSchema, uploadLimit } from "./uploads";
 
 const TOKEN = "a-test-token-of-32-characters-yy";
 const dataDir = mkdtempSync(path.join(tmpdir(), "keyflow-upload-data-"));
@@ -85,6 +85,19 @@ describe("POST /files", () => {
       await expect(receiveUpload(body as unknown as Parameters<typeof receiveUpload>[0], dir, 64)).rejects.toThrow(/upload limit of 64 bytes/);
     }
     expect(readdirSync(path.join(dir, "uploads"))).toEqual([]);
+  });
+
+  it("refuses to store into, or read from, an uploads folder that is a symlink out of the data folder", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "keyflow-upload-link-"));
+    const outside = mkdtempSync(path.join(tmpdir(), "keyflow-upload-outside-"));
+    symlinkSync(outside, path.join(dir, "uploads"));
+    const body = (async function* () {
+      yield Buffer.from('{"txId":"t1"}\n');
+    })();
+    await expect(receiveUpload(body as unknown as Parameters<typeof receiveUpload>[0], dir, 1024)).rejects.toThrow('the uploads folder "uploads" must be a path inside the data folder; it leads out of it (through a symbolic link)');
+    expect(readdirSync(outside)).toEqual([]);
+    writeFileSync(path.join(outside, "abc-0123456789abcdef01234567.jsonl"), '{"secret":1}\n');
+    expect(await openUpload(dir, "abc-0123456789abcdef01234567.jsonl")).toBeNull();
   });
 
   it("wants the bearer token and the JSON-lines type", async () => {

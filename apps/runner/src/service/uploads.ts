@@ -8,6 +8,7 @@ import type { IncomingMessage } from "node:http";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { z } from "zod";
+import { confinePath, PathOutsideFolderError } from "../io/confine";
 
 /** Folder under the data directory; a stored file's path is relative to the data directory, as a file source reads it. */
 export const UPLOAD_FOLDER = "uploads";
@@ -99,8 +100,15 @@ function drain(req: IncomingMessage, budget: number): void {
  * that is not a JSON object (named by number), a file with no records.
  */
 export async function receiveUpload(req: IncomingMessage, dataDir: string, maxBytes: number): Promise<StoredUpload> {
-  const folder = path.join(dataDir, UPLOAD_FOLDER);
-  await mkdir(folder, { recursive: true });
+  await mkdir(path.join(dataDir, UPLOAD_FOLDER), { recursive: true });
+  // The uploads folder itself must not lead out of the data folder (a symbolic link).
+  let folder: string;
+  try {
+    folder = confinePath(UPLOAD_FOLDER, "the uploads folder", { root: dataDir, folder: "data folder" });
+  } catch (err) {
+    if (err instanceof PathOutsideFolderError) throw new UploadRefusedError(400, err.message);
+    throw err;
+  }
   // The name is the runner's: a timestamp for ordering, random bytes so nobody can guess or choose it.
   const name = `${Date.now().toString(36)}-${randomBytes(12).toString("hex")}.jsonl`;
   const partial = path.join(folder, `${name}.part`);
@@ -143,7 +151,13 @@ export const UPLOAD_NAME = /^[0-9a-z]+-[0-9a-f]{24}\.jsonl$/;
  */
 export async function openUpload(dataDir: string, name: string): Promise<{ bytes: number; stream: ReadStream } | null> {
   if (!UPLOAD_NAME.test(name)) return null;
-  const file = path.join(dataDir, UPLOAD_FOLDER, name);
+  let file: string;
+  try {
+    file = confinePath(`${UPLOAD_FOLDER}/${name}`, "the upload", { root: dataDir, folder: "data folder" });
+  } catch (err) {
+    if (err instanceof PathOutsideFolderError) return null;
+    throw err;
+  }
   const info = await stat(file).catch(() => null);
   if (info === null || !info.isFile()) return null;
   return { bytes: info.size, stream: createReadStream(file) };
