@@ -225,9 +225,87 @@ export class RoutedSink implements RecordSink {
   }
 }
 
+/**
+ * One enforcement file for the branches whose file sinks name it: a file has one writer (two
+ * CommittedFiles on one path each rewrote it under the other: a restart left it with NUL bytes and
+ * without alerts). Every branch's RoutedSink holds a handle; the file is opened once all handles
+ * have been opened (the driver opens its sinks together), with the state one of them restored;
+ * prepared and committed once per checkpoint (every handle stores the same prepared state), and
+ * written in the order the writes arrive.
+ */
+class SharedFileOutput {
+  private readonly restored: (JsonValue | undefined)[] = [];
+  private opening: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void } | undefined;
+  private writes: Promise<void> = Promise.resolve();
+  private readonly prepared = new Map<number, Promise<JsonValue>>();
+  private readonly committed = new Map<number, Promise<void>>();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly file: RecordSink,
+    private readonly handles: number,
+  ) {}
+
+  handle(nodeId: string): RecordSink {
+    return {
+      nodeId,
+      target: this.file.target,
+      open: (restored, restoredCommitted) => this.open(restored, restoredCommitted),
+      write: (records) => (this.writes = this.writes.then(() => this.file.write(records))),
+      prepareCommit: (id) => this.prepareCommit(id),
+      commit: (id, prepared) => this.commit(id, prepared),
+      close: () => (this.closing ??= this.writes.then(() => this.file.close())),
+    };
+  }
+
+  private open(restored: JsonValue | undefined, restoredCommitted: boolean | undefined): Promise<void> {
+    let resolve!: () => void;
+    let reject!: (err: unknown) => void;
+    this.opening ??= { promise: new Promise<void>((res, rej) => ((resolve = res), (reject = rej))), resolve, reject };
+    const opening = this.opening;
+    this.restored.push(restored ?? undefined);
+    if (this.restored.length === this.handles) {
+      // A branch added since the checkpoint restores nothing: the others' state says where the file stands.
+      const state = this.restored.find((r) => r !== undefined && r !== null);
+      this.file.open(state, restoredCommitted).then(opening.resolve, opening.reject);
+    }
+    return opening.promise;
+  }
+
+  private prepareCommit(id: number): Promise<JsonValue> {
+    let p = this.prepared.get(id);
+    if (!p) {
+      p = this.writes.then(() => this.file.prepareCommit(id));
+      this.prepared.set(id, p);
+      for (const old of this.prepared.keys()) if (old < id - 16) this.prepared.delete(old);
+    }
+    return p;
+  }
+
+  private commit(id: number, prepared: JsonValue): Promise<void> {
+    let c = this.committed.get(id);
+    if (!c) {
+      c = this.file.commit(id, prepared);
+      this.committed.set(id, c);
+      for (const old of this.committed.keys()) if (old < id - 16) this.committed.delete(old);
+    }
+    return c;
+  }
+}
+
 /** The rule job's connectors: each branch sink becomes a RoutedSink over the plain connectors' two outputs. */
 export function routeConnectors(plain: Connectors, routes: readonly BranchSinkRoute[], routing: RuleRouting): Connectors {
   const byNode = new Map(routes.map((r) => [r.nodeId, r]));
+  const fileUsers = new Map<string, number>();
+  for (const r of routes) if (r.enforcementFile !== undefined) fileUsers.set(r.enforcementFile, (fileUsers.get(r.enforcementFile) ?? 0) + 1);
+  const sharedFiles = new Map<string, SharedFileOutput>();
+  const enforcingOutput = (node: JobIoNode, route: BranchSinkRoute): RecordSink => {
+    const file = route.enforcementFile;
+    if (file === undefined) return plain.sink(node); // Kafka: each branch its own transactions into the one topic
+    let shared = sharedFiles.get(file);
+    if (!shared) sharedFiles.set(file, (shared = new SharedFileOutput(plain.sink(node), fileUsers.get(file) ?? 1)));
+    return shared.handle(node.nodeId);
+  };
   return {
     source: (node) => plain.source(node),
     sink: (node: JobIoNode) => {
@@ -236,7 +314,7 @@ export function routeConnectors(plain: Connectors, routes: readonly BranchSinkRo
       const params = (node.params ?? {}) as Record<string, unknown>;
       // The shadow output is a sink of its own: its own node id, so its own Kafka transactional ids.
       const shadow = plain.sink({ ...node, nodeId: `${node.nodeId}-shadow`, params: { ...params, ...route.shadowOverrides } });
-      return new RoutedSink(node.nodeId, route.version, plain.sink(node), shadow, routing);
+      return new RoutedSink(node.nodeId, route.version, enforcingOutput(node, route), shadow, routing);
     },
     deadLetters: () => plain.deadLetters(),
     close: () => plain.close(),

@@ -46,6 +46,13 @@ describe("pipelineForMode", () => {
     expect(pipelineForMode(named, "enforcing").settings.deadLetterTopic).toBe("fraud.dlq");
   });
 
+  it("gives a shadow deployment's file sinks files of their own, so the enforcing file keeps one writer", () => {
+    const files = { ...rule, nodes: [...rule.nodes.slice(0, 2), { id: "alerts", type: "sink.file", params: { path: "fraud/alerts.jsonl" } }, { id: "audit", type: "sink.file", params: { path: "audit.jsonl" } }] };
+    const shadow = pipelineForMode(files, "shadow");
+    expect(shadow.nodes.slice(2).map((n) => n.params.path)).toEqual(["fraud/card-velocity.shadow.alerts.jsonl", "card-velocity.shadow.audit.jsonl"]);
+    expect(validatePipeline(shadow).ok).toBe(true);
+  });
+
   it("leaves an enforcing deployment as it is", () => {
     expect(pipelineForMode(rule, "enforcing")).toBe(rule);
   });

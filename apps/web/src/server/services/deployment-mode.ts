@@ -1,6 +1,7 @@
 // The one place a deployment's mode changes what it writes. In shadow mode every Kafka sink of the
 // rule writes to `<rule>.shadow` (`<rule>.shadow.<node>` when the rule has several), never to the
-// enforcement topic that the authorisation gateway consumes, and its dead letters go to a topic of
+// enforcement topic that the authorisation gateway consumes, each file sink to a file of its own
+// (`<rule>.shadow.<node>.jsonl` beside the enforcing one), and its dead letters go to a topic of
 // their own; everything else (sources, state, parameters) is untouched, so shadow and enforcing
 // decisions come from the same graph.
 import type { DeploymentMode } from "@keyflow/db";
@@ -28,6 +29,16 @@ export function pipelineForMode(pipeline: PipelineDocument, mode: DeploymentMode
   return {
     ...pipeline,
     settings: { ...pipeline.settings, deadLetterTopic: shadowDeadLetterTopic(pipeline) },
-    nodes: pipeline.nodes.map((node) => (node.type === "sink.kafka" ? { ...node, params: { ...node.params, topic: shadowTopic(pipeline.name, node.id, kafkaSinks) } } : node)),
+    nodes: pipeline.nodes.map((node) => {
+      if (node.type === "sink.kafka") return { ...node, params: { ...node.params, topic: shadowTopic(pipeline.name, node.id, kafkaSinks) } };
+      if (node.type === "sink.file") return { ...node, params: { ...node.params, path: shadowFile(pipeline.name, node.id, node.params.path) } };
+      return node;
+    }),
   };
+}
+
+/** A shadow deployment's file sink: a file of its own beside the enforcing one, which keeps one writer. */
+function shadowFile(rule: string, nodeId: string, enforcing: unknown): string {
+  const p = typeof enforcing === "string" ? enforcing : "";
+  return `${p.slice(0, p.lastIndexOf("/") + 1)}${rule}.shadow.${nodeId}.jsonl`;
 }
