@@ -1,6 +1,6 @@
 // The CLI's error paths, through the real command: a user mistake exits non-zero with one line per
 // problem naming the file, line/column or node, and never a stack trace.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -119,5 +119,33 @@ describe("keyflow reports unreadable files", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/pipeline "cli-test" is valid \(3 nodes, 2 edges\)/);
+  });
+});
+
+describe("keyflow run keeps files in the data folder (the pipeline file's) unless --allow-paths", () => {
+  const outside = mkdtempSync(path.join(tmpdir(), "keyflow-cli-outside-"));
+  const input = path.join(outside, "in.jsonl");
+  writeFileSync(input, '{"amount":900,"ts":1}\n{"amount":5,"ts":2}\n');
+  const pipeline = (name: string, src: string, out: string) =>
+    pipelineFile(name, doc([node("src", "source.file", { path: src, timestampField: "ts" }), node("big", "filter", { expression: "amount > 500" }), node("out", "sink.file", { path: out })], [{ from: "src", to: "big" }, { from: "big", to: "out" }]));
+
+  it("refuses an absolute path or one leading out, naming node and param", async () => {
+    const abs = await runCli(["run", pipeline("abs.json", input, "out-abs.jsonl")]);
+    expectUserError(abs);
+    expect(abs.stderr).toContain('error: node "src": param "path" must be a path inside the data folder, not an absolute path');
+    const up = await runCli(["run", pipeline("up.json", path.relative(dir, input), "out-up.jsonl")]);
+    expectUserError(up);
+    expect(up.stderr).toContain('error: node "src": param "path" must be a path inside the data folder, not one that leaves it');
+  });
+
+  it("with --allow-paths DIR, reads and writes anywhere inside DIR, absolute paths included, and nowhere else", async () => {
+    const out = path.join(outside, "alerts.jsonl");
+    const ok = await runCli(["run", pipeline("allowed.json", input, out), "--allow-paths", outside]);
+    expect(ok.stderr).toBe("");
+    expect(ok.code).toBe(0);
+    expect(readFileSync(out, "utf8")).toBe('{"amount":900,"ts":1}\n');
+    const elsewhere = await runCli(["run", pipeline("elsewhere.json", "/etc/hostname", out), "--allow-paths", outside]);
+    expectUserError(elsewhere);
+    expect(elsewhere.stderr).toContain(`node "src": param "path" "/etc/hostname" must be a path inside the allowed folder ${outside}; it leads out of it (an absolute path)`);
   });
 });
