@@ -112,7 +112,7 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
     const sp = await runCli(["savepoint", `sp-${run}-a`, "--runner", service.url, "--dir", path.join(dir, "checkpoints", "savepoints")]);
     expect(sp.code, sp.stderr).toBe(0);
     const spPath = sp.stdout.trim();
-    expect(spPath.startsWith(path.join(dir, "savepoints", "savepoint-"))).toBe(true);
+    expect(spPath.startsWith(path.join(dir, "checkpoints", "savepoints", "savepoint-"))).toBe(true);
     expect(existsSync(path.join(spPath, "_committed"))).toBe(true);
     const meta = JSON.parse(readFileSync(path.join(spPath, "_metadata.json"), "utf8")) as { parallelism: number; savepointOf: { jobId: string } };
     expect(meta.parallelism).toBe(2);
