@@ -35,7 +35,7 @@ const payments = (from: number, to: number) => Array.from({ length: to - from },
 const lines = (records: readonly object[]) => records.map((r) => JSON.stringify(r) + "\n").join("");
 
 describe("a rule job's file sinks: one writer per file", () => {
-  it("v1 enforcing and v2 in shadow on one sink.file path: after a restart the enforcement file holds every v1 alert once", async () => {
+  it.each(["stopped", "failed"] as const)("v1 enforcing and v2 in shadow on one sink.file path: after the job %s and restarted, the enforcement file holds every v1 alert once", async (how) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), "keyflow-rule-files-"));
     const checkpointDir = path.join(dataDir, "..", `${path.basename(dataDir)}-ckpt`);
     mkdirSync(checkpointDir);
@@ -45,7 +45,7 @@ describe("a rule job's file sinks: one writer per file", () => {
       dataDir,
     );
     if (!composed.ok) throw new Error(composed.problems.join("\n"));
-    const run = (stopAtCheckpoint?: number) => {
+    const run = (interruptAt?: number) => {
       const driver = createJobDriver({
         doc: composed.job.doc,
         jobId: RULE,
@@ -56,7 +56,10 @@ describe("a rule job's file sinks: one writer per file", () => {
         checkpointIntervalMs: 10,
         wrapConnectors: (plain) => routeConnectors(plain, composed.job.routes, new RuleRouting(composed.job.initialModes)),
         onCheckpoint: (stats) => {
-          if (stats.id === stopAtCheckpoint) driver.stop("the test restarts the job");
+          if (stats.id !== interruptAt) return;
+          // Failed: no final checkpoint, the next epoch's alerts half-written, as when a run dies.
+          if (how === "failed") throw new Error("the test fails the job");
+          driver.stop("the test restarts the job");
         },
       });
       return driver.run();
@@ -64,11 +67,15 @@ describe("a rule job's file sinks: one writer per file", () => {
 
     const all = payments(0, 50_000);
     writeFileSync(path.join(dataDir, "payments.jsonl"), lines(all));
-    // Stopped part-way, then started again from its checkpoint (the restart of the issue).
-    const stopped = await run(3);
-    expect(stopped.status).toBe("stopped");
-    expect(stopped.nodes.payments?.recordsOut).toBeLessThan(all.length);
+    // Interrupted part-way, then started again from its checkpoint (the restart of the issue).
+    if (how === "failed") await expect(run(3)).rejects.toThrow("the test fails the job");
+    else {
+      const stopped = await run(3);
+      expect(stopped.status).toBe("stopped");
+      expect(stopped.nodes.payments?.recordsOut).toBeLessThan(all.length);
+    }
     const finished = await run();
+    expect(finished.restoredFrom ?? 0).toBeGreaterThanOrEqual(3);
     expect(finished.status).toBe("finished");
 
     const enforcement = readFileSync(path.join(dataDir, "out", "alerts.jsonl"), "utf8");

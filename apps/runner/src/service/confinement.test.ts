@@ -69,6 +69,12 @@ describe("files stay in the runner's folders", () => {
     await expect(driver.run()).rejects.toThrow(/node "payments": param "path" "\/etc\/passwd" must be a path inside the data folder/);
   });
 
+  it("a dry run of a pipeline naming /etc/passwd is refused like a deploy", async () => {
+    const r = await api<Refusal>("POST", "/dry-run", { pipeline: pipeline("dry", file("/etc/passwd"), "out/a.jsonl"), records: ['{"amount":500,"ts":1}'] });
+    expect(r.status).toBe(400);
+    expect(said(r)).toContain('node "payments": param "path" must be a path inside the data folder, not an absolute path');
+  });
+
   it("a sink outside the data folder is refused and the file there is untouched", async () => {
     const rel = path.relative(dataDir, victim);
     const r = await api<Refusal>("POST", "/jobs", { deploymentId: "trunc", pipeline: pipeline("trunc", demo, rel) });
