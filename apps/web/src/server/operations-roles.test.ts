@@ -85,8 +85,11 @@ describe("the role matrix for operating a rule job with an enforcing branch", ()
     await expect(pat().deployment.stop({ deploymentId: rule.enforcing.id, enforcementStops: true, reason: "no" })).rejects.toMatchObject({ code: "BAD_REQUEST", message: expect.stringContaining("needs a written reason") });
     // v2 takes over, with its own approval (by another approver than its author and requester), in one switch.
     await sam().promotion.approve({ requestId: (await ana().promotion.request({ versionId: rule.v2.id, reason: "v2 catches more bursts" })).id, comment: "ok" });
+    const beforeHandover = runner.calls.length;
     const handed = await pat().deployment.stop({ deploymentId: rule.enforcing.id, enforceInstead: rule.v2.id, reason: "v1 is retired" });
     expect(runner.modes).toMatchObject({ "1": "stopped", "2": "enforcing" });
+    // The switch stopped v1: the rule job itself, where v2 enforces now, was not stopped.
+    expect(runner.calls.slice(beforeHandover).filter((c) => c.method === "DELETE" || c.url.includes("/stop"))).toEqual([]);
     expect(handed).toMatchObject({ enforcement: { versionNumber: 2 }, result: expect.stringContaining("version 2 enforces now") });
     expect(await audited("stop", rule.enforcing.id)).toMatchObject({ actor: "pat@example.test", reason: "v1 is retired", details: { enforcedInstead: { versionId: rule.v2.id, number: 2 } } });
 

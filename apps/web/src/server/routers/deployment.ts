@@ -124,9 +124,14 @@ export const deploymentRouter = createTRPCRouter({
       const job = await requireJobAction(prisma, ctx.user, path, input.deploymentId, "stop");
       const row = await prisma.deployment.findUnique({ where: { id: input.deploymentId }, select: { pipelineId: true, versionId: true, mode: true } });
       const before = await enforcingVersion(prisma, job.pipelineId);
-      let instead: { versionId: string; number: number; promotionId: string; deploymentId: string; switch: ReturnType<typeof switchForAudit> } | null = null;
-      if (job.isEnforcingVersion) instead = await successor(prisma, ctx.env.runnerUrl, job, input);
-      const result = await stopDeployment(prisma, ctx.env.runnerUrl, input.deploymentId);
+      const handover = job.isEnforcingVersion ? await successor(prisma, ctx.env.runnerUrl, job, input) : null;
+      const instead = handover ? { versionId: handover.versionId, number: handover.number, promotionId: handover.promotionId, deploymentId: handover.deploymentId, switch: switchForAudit(handover.routingSwitch) } : null;
+      // The successor's switch stopped this version in the rule job; a job of its own (from before rule jobs) still has to be stopped.
+      const closed = await prisma.deployment.findUniqueOrThrow({ where: { id: input.deploymentId }, select: { id: true, status: true, stoppedAt: true } });
+      const result =
+        handover?.routingSwitch && closed.status !== "pending" && closed.status !== "running"
+          ? { deployment: closed, jobStatus: "running", finalCheckpoint: null, routingSwitch: handover.routingSwitch }
+          : await stopDeployment(prisma, ctx.env.runnerUrl, input.deploymentId);
       const after = await enforcingVersion(prisma, job.pipelineId);
       await ctx.audit({
         action: "stop",
@@ -162,7 +167,7 @@ async function successor(prisma: PrismaClient, runnerUrl: string, job: JobEnforc
       throw new TRPCError({ code: "BAD_REQUEST", message: `enforceInstead must be another version of rule ${job.rule} than version ${job.versionNumber}` });
     }
     const { deployment, promotion } = await enforceApproved(prisma, runnerUrl, { versionId: version.id, previousMode: "stopped" });
-    return { versionId: version.id, number: version.number, promotionId: promotion.id, deploymentId: deployment.id, switch: switchForAudit(deployment.routingSwitch) };
+    return { versionId: version.id, number: version.number, promotionId: promotion.id, deploymentId: deployment.id, routingSwitch: deployment.routingSwitch };
   }
   if (input.enforcementStops === true) {
     if ((input.reason ?? "").trim().length < MIN_WRITTEN_REASON) {
