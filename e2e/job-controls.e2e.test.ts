@@ -1,9 +1,11 @@
 // Job controls from the Operations tab, in Chromium against a real runner (`keyflow serve`): on a
 // pipeline on the demo source (keyBy card → velocity → file sink), take a savepoint and see its
 // folder; change parallelism 1 → 2 through a savepoint and see the job running again with two
-// subtasks in the Skew panel; restore from a kept checkpoint; and restore from the savepoint of
-// another pipeline, which the runner refuses naming the node whose state does not fit, after which
-// the job runs again from its own savepoint.
+// subtasks in the Skew panel; restore from a kept checkpoint; a restore from the savepoint of
+// another pipeline, refused to the analyst (not one of the job's own savepoints; picking another
+// job's is an approver's explicit choice) and, picked by an approver, refused by the runner naming
+// the node whose state does not fit, after which the job runs again from its own savepoint. Once a
+// version enforces, the analyst's stop and restore buttons are disabled with the server's reason.
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
@@ -65,6 +67,13 @@ describe("job controls in the Operations tab", () => {
     const state = async () => `${await progress.getAttribute("data-run").catch(() => "")}|${await progress.getAttribute("data-kind").catch(() => "")}:${await progress.getAttribute("data-status").catch(() => "")}`;
     await expect.poll(state, { timeout: 120_000 }).toMatch(new RegExp(`^(?!${before ?? "-"}\\|)[^|]+\\|${kind}:(succeeded|failed)$`));
     return (await progress.getAttribute("data-status")) ?? "";
+  }
+
+  /** Reloads the page on the Operations tab (after a change made from another session). */
+  async function reopenOperations() {
+    await browser.page.reload({ waitUntil: "domcontentloaded" });
+    await browser.page.getByTestId("live-payments").waitFor({ state: "visible", timeout: 30_000 });
+    await browser.page.getByTestId("tab-operations").click();
   }
 
   /** Waits for the panel to show `deploymentId` (a restore remounts it on the new deployment once the pipeline is refetched). */
@@ -150,7 +159,7 @@ describe("job controls in the Operations tab", () => {
     await page.screenshot({ path: artifactPath("job-controls-restored.png") });
   });
 
-  it("shows the runner's refusal of a savepoint whose state does not fit, naming the node, and runs again from its own savepoint", async () => {
+  it("refuses the analyst another job's savepoint; an approver's explicit pick is refused by the runner, naming the node, and the job runs again from its own savepoint", async () => {
     const { page } = browser;
     // Another pipeline whose velocity node is called "risk": its savepoint has state this one lacks.
     const other = `${name}-other`;
@@ -163,8 +172,22 @@ describe("job controls in the Operations tab", () => {
 
     await page.getByTestId("restore-source").selectOption("path");
     await page.getByTestId("restore-path").fill(foreign);
+    // Not one of this job's own savepoints: refused before the job is touched.
     page.once("dialog", (dialog) => void dialog.accept());
-    expect(await control("restore", () => page.getByTestId("job-restore").click())).toBe("failed");
+    await page.getByTestId("job-restore").click();
+    await expect.poll(async () => (await page.getByTestId("job-control-call-error").textContent().catch(() => "")) ?? "", { timeout: 20_000 }).toContain(`${foreign} is not a savepoint of rule job`);
+    // Another job's savepoint is an approver's explicit choice: the analyst's box is disabled, with the reason.
+    expect(await page.getByTestId("restore-another-job").isDisabled()).toBe(true);
+    expect(await page.getByTestId("restore-another-job").locator("xpath=..").getAttribute("title")).toBe("restoring from another job's savepoint needs the approver role");
+    const current = await page.locator('[data-testid="operations-panel"] h3 code').getAttribute("title");
+    const approver = apiClient(app.url, "pat", "approver");
+    expect(
+      await control("restore", async () => {
+        await approver.deployment.restore.mutate({ deploymentId: current ?? "", from: { savepointPath: foreign, anotherJob: true }, reason: "the other rule's state" }).catch(() => undefined);
+      }),
+    ).toBe("failed");
+    // The approver acted from another session: this tab learns of the redeployed job on a reload.
+    await reopenOperations();
     const error = (await page.getByTestId("job-control-error").textContent()) ?? "";
     expect(error).toMatch(/does not fit the pipeline/);
     expect(error).toMatch(/node "risk" \(velocity\) has state in/);
@@ -176,6 +199,28 @@ describe("job controls in the Operations tab", () => {
     await expect.poll(async () => page.getByTestId("job-status").textContent(), { timeout: 30_000 }).toBe("running");
     await page.getByTestId("job-control-progress").scrollIntoViewIfNeeded();
     await page.screenshot({ path: artifactPath("job-controls-refused.png") });
+    expect(browser.pageErrors).toEqual([]);
+  });
+
+  it("disables the analyst's stop and restore once a version enforces, showing the server's reason", async () => {
+    const { page } = browser;
+    const versionId = (await api.pipeline.get.query({ id: pipelineId })).versions[0]?.id ?? "";
+    const approver = apiClient(app.url, "pat", "approver");
+    const asked = await api.promotion.request.mutate({ versionId, reason: "e2e: the rule enforces now" });
+    await approver.promotion.approve.mutate({ requestId: asked.id, comment: "ok" });
+    const enforcing = await approver.deployment.deploy.mutate({ versionId, mode: "enforcing", reason: "e2e" });
+    await reopenOperations();
+    await page.locator(`[data-testid="operations-panel"] code[title="${enforcing.id}"]`).waitFor({ state: "visible", timeout: 60_000 });
+    const stop = page.getByTestId("job-stop");
+    await expect.poll(() => stop.isDisabled(), { timeout: 30_000 }).toBe(true);
+    const reason = /^Stop needs the approver role: rule job rule-\S+ has an enforcing branch \(version 1\)$/;
+    expect(await stop.getAttribute("title")).toMatch(reason);
+    expect(await page.getByTestId("job-stop-denied").textContent()).toMatch(reason);
+    expect(await page.getByTestId("job-restore").isDisabled()).toBe(true);
+    expect(await page.getByTestId("job-restore").getAttribute("title")).toMatch(/^Restore needs the approver role: rule job/);
+    expect(await page.getByTestId("job-savepoint").isDisabled()).toBe(false);
+    await page.getByTestId("job-stop").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: artifactPath("job-controls-enforcing-analyst.png") });
     expect(browser.pageErrors).toEqual([]);
   });
 });

@@ -55,6 +55,8 @@ export const AUDIT_ACTIONS = [
   "savepoint",
   "restore",
   "rescale",
+  // A records-per-second cap on a sink of a running job, set or lifted.
+  "throttle",
   "user_create",
   "role_change",
   "password_change",

@@ -5,7 +5,7 @@
 // were; removing v3 needs allowNonRestoredState for its nodes only). Sources the versions share (same
 // id, type and params) are read once; a source a version changed gets a namespaced copy of its own.
 import { z } from "zod";
-import { relativePathInFolder, shadowTopic, type PipelineDocument } from "@keyflow/operators";
+import { relativePathInFolder, shadowFilePath, shadowTopic, type PipelineDocument } from "@keyflow/operators";
 import { checkPipeline } from "../pipeline/load";
 
 export const branchModeSchema = z.enum(["shadow", "enforcing", "stopped"]);
@@ -52,12 +52,7 @@ export function branchNodeId(version: number, nodeId: string): string {
 
 function shadowOverridesOf(rule: string, version: number, node: { id: string; type: string; params: Record<string, unknown> }, kafkaSinks: number): Record<string, unknown> {
   if (node.type === "sink.kafka") return { topic: shadowTopic(rule, node.id, kafkaSinks) };
-  if (node.type === "sink.file") {
-    // Files cannot be shared by two writers: one shadow file per version and node.
-    const p = String(node.params.path ?? "");
-    const dir = p.includes("/") ? p.slice(0, p.lastIndexOf("/") + 1) : "";
-    return { path: `${dir}${rule}.shadow.v${version}.${node.id}.jsonl` };
-  }
+  if (node.type === "sink.file") return { path: shadowFilePath(rule, version, node.id, String(node.params.path ?? "")) };
   return {};
 }
 

@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TRPCError } from "@trpc/server";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
+import { asUser } from "../server/auth/test-user";
+import { createCaller } from "../server/root";
+import { createContext } from "../server/trpc";
 import { fakeRunnerApi, type FakeRunnerApi } from "./fake-runner-api";
 import { JobControlRegistry } from "./job-controls";
 
@@ -123,7 +126,11 @@ describe("job controls", () => {
 
   it("passes the runner's refusal on with the node, and goes back to running from the savepoint", async () => {
     const d = await deploy("jc-refused");
-    const error = await api.deployment.restore({ deploymentId: d.id, from: { savepointPath: "/cp/other-graph/savepoint-9" }, parallelism: 2 }).catch((e: unknown) => e);
+    // Another graph's savepoint: not the job's own, so the analyst is refused; an approver picks it explicitly (anotherJob).
+    const from = { savepointPath: "/cp/other-graph/savepoint-9", anotherJob: true };
+    await expect(api.deployment.restore({ deploymentId: d.id, from, parallelism: 2 })).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringContaining("from another job's savepoint needs the approver role") });
+    const approver = createCaller(createContext({ headers: new Headers() }, { ...asUser("pat@bank.test", "approver"), db: async () => fake.db, env: { runnerUrl: fake.runnerUrl } }));
+    const error = await approver.deployment.restore({ deploymentId: d.id, from, parallelism: 2 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TRPCError);
     expect((error as TRPCError).code).toBe("BAD_REQUEST");
     expect((error as TRPCError).message).toMatch(/node "risk" \(velocity\) has state in the savepoint/);

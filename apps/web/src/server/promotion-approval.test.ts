@@ -3,83 +3,17 @@
 // does not fit the rule job's newest checkpoint (the message names the version's node, as the
 // runner's check does), and recorded with its state check once it fits; the promoting approver's
 // choice for the version that enforced ("stopped") goes to the runner's switch and to the audit, on
-// a promotion and on a rollback.
-import http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDb, migrate, type Db } from "@keyflow/db";
+// a promotion and on a rollback. Then four-eyes with no holes (issue 35): each attack tried and refused.
+import { describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
-import { createCaller } from "./root";
-import { createContext } from "./trpc";
-import { asUser } from "./auth/test-user";
-
-/** A stateful rule (its velocity keeps per-card windows, the state the check is about). */
-function doc(name: string, threshold: number): PipelineDocumentInput {
-  const ids = ["payments", "byCard", "velocity", "alerts"] as const;
-  const params = [{ topic: "payments", timestampField: "ts" }, { field: "cardId" }, { threshold, windowMs: "10m" }, { topic: "alerts" }];
-  const types = ["source.kafka", "keyBy", "velocity", "sink.kafka"];
-  return { format: PIPELINE_FORMAT, name, nodes: ids.map((id, i) => ({ id, type: types[i] ?? "", params: params[i] ?? {} })), edges: ids.slice(1).map((to, i) => ({ from: ids[i] ?? "", to })) };
-}
-
-/** A runner with one rule job: its branches' modes, a check answer the test sets, and the calls it got. */
-function fakeRunner() {
-  const modes: Record<string, string> = {};
-  const calls: { method: string; url: string; body: unknown }[] = [];
-  let checkpoint = 0;
-  const state = { check: { compatible: true, problems: [] as string[] } };
-  const server = http.createServer((req, res) => {
-    let raw = "";
-    req.on("data", (chunk: Buffer) => (raw += chunk.toString()));
-    req.on("end", () => {
-      const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : null;
-      calls.push({ method: req.method ?? "", url: req.url ?? "", body });
-      const send = (status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
-      const url = req.url ?? "";
-      if (req.method === "POST" && url === "/rule-jobs") {
-        const rule = body?.rule as { branches: { version: number; mode: string }[] };
-        for (const b of rule.branches) modes[String(b.version)] = b.mode;
-        return send(201, { id: body?.jobId, status: "running", routing: { modes } });
-      }
-      if (req.method === "POST" && url === "/rule-jobs/check") {
-        return send(200, { checkpoint: `/data/checkpoints/${String(body?.jobId)}/chk-${checkpoint}`, ...state.check, dropped: [] });
-      }
-      const routing = /^\/jobs\/([^/]+)\/routing$/.exec(url);
-      if (req.method === "POST" && routing) {
-        const before = { ...modes };
-        Object.assign(modes, (body as { modes: Record<string, string> }).modes);
-        checkpoint += 1;
-        const at = new Date().toISOString();
-        return send(200, { checkpointId: checkpoint, sources: { payments: { "0": 42 } }, before, after: { ...modes }, requestedAt: at, completedAt: at });
-      }
-      if (req.method === "POST" && /^\/jobs\/[^/]+\/stop/.test(url)) return send(200, { savepointPath: "/data/savepoints/sp-1" });
-      const job = /^\/jobs\/([^/?]+)$/.exec(url);
-      if (req.method === "GET" && job) return send(200, { id: decodeURIComponent(job[1] ?? ""), status: "running", routing: { modes }, lastCheckpoint: { id: checkpoint } });
-      return send(404, { error: `no route ${req.method} ${url}` });
-    });
-  });
-  return { server, modes, calls, state };
-}
+import { serverWithFakeRunner, velocityRule as doc } from "./fake-runner.testing";
 
 describe("the approver's bundle on the server", () => {
-  let db: Db;
-  const runner = fakeRunner();
-  let runnerUrl = "";
-
-  beforeAll(async () => {
-    db = createDb({ dataDir: ":memory:" });
-    await migrate(db);
-    await new Promise<void>((resolve) => runner.server.listen(0, "127.0.0.1", resolve));
-    const address = runner.server.address();
-    if (address === null || typeof address === "string") throw new Error("the fake runner has no TCP address");
-    runnerUrl = `http://127.0.0.1:${address.port}`;
-  }, 60_000);
-
-  afterAll(async () => {
-    runner.server.close();
-    await db?.close();
-  });
+  const server = serverWithFakeRunner();
+  const { runner, as } = server;
 
   it("refuses an approval whose state does not fit the rule job's checkpoint, approves it once it fits, and stops the version that enforced when the approver chooses so, on promotion and on rollback", async () => {
-    const as = (email: string, role: "analyst" | "approver") => createCaller(createContext({ headers: new Headers() }, { ...asUser(email, role), db: async () => db, env: { runnerUrl } }));
+    const db = server.db;
     const ana = as("ana@example.test", "analyst");
     const pat = as("pat@example.test", "approver");
     const { id } = await ana.pipeline.create({ name: "bundle", graph: doc("bundle", 100) });
@@ -130,5 +64,86 @@ describe("the approver's bundle on the server", () => {
     expect(runner.modes).toEqual({ "1": "enforcing", "2": "stopped" });
     const rollback = (await pat.audit.list({ action: "rollback", pipelineId: id })).events.find((e) => e.subjectId === rolled.deployment.id);
     expect(rollback?.details).toMatchObject({ current: "stopped", promotionId: back.id, switch: { after: { "1": "enforcing", "2": "stopped" } } });
+  });
+});
+
+/** One source and one file sink: the enforcement output is a file. */
+function fileDoc(name: string): PipelineDocumentInput {
+  return {
+    format: PIPELINE_FORMAT,
+    name,
+    nodes: [
+      { id: "payments", type: "source.kafka", params: { topic: "payments", timestampField: "ts" } },
+      { id: "alerts", type: "sink.file", params: { path: "out/enforced.jsonl" } },
+    ],
+    edges: [{ from: "payments", to: "alerts" }],
+  };
+}
+
+// Four-eyes with no holes (issue 35, point 4): each attack tried and refused.
+describe("four-eyes with no holes", () => {
+  const server = serverWithFakeRunner();
+  const { runner, as } = server;
+  const ana = () => as("ana@example.test", "analyst");
+  const pat = () => as("pat@example.test", "approver");
+  const sam = () => as("sam@example.test", "approver");
+  const submitted = () => runner.calls.filter((c) => c.method === "POST" && c.url === "/jobs").map((c) => (c.body as { pipeline: { settings: { deadLetterTopic?: string }; nodes: { id: string; type: string; params: Record<string, unknown> }[] } }).pipeline);
+
+  it("an approver's test deployment of an unapproved version writes only shadow outputs (Kafka topic, dead letters and file), never the enforcement ones", async () => {
+    const { id } = await ana().pipeline.create({ name: "unreviewed", graph: doc("unreviewed", 3) });
+    const v1 = (await ana().pipeline.saveVersion({ pipelineId: id, graph: doc("unreviewed", 3), message: "v1" })).version;
+    await pat().deployment.deploy({ versionId: v1.id, mode: "test", reason: "just a test" });
+    const kafka = submitted().at(-1);
+    expect(kafka?.nodes.find((n) => n.id === "alerts")?.params.topic).toBe("unreviewed.shadow");
+    expect(kafka?.settings.deadLetterTopic).toBe("unreviewed.dlq.shadow");
+
+    const file = await ana().pipeline.create({ name: "unreviewed-file", graph: fileDoc("unreviewed-file") });
+    const f1 = (await ana().pipeline.saveVersion({ pipelineId: file.id, graph: fileDoc("unreviewed-file"), message: "v1" })).version;
+    await pat().deployment.deploy({ versionId: f1.id, mode: "test" });
+    expect(submitted().at(-1)?.nodes.find((n) => n.id === "alerts")?.params.path).toBe("out/unreviewed-file.shadow.v1.alerts.jsonl");
+
+    // Once another approver approved its exact graph, a test deployment writes the version's own outputs.
+    await sam().promotion.approve({ requestId: (await ana().promotion.request({ versionId: f1.id, reason: "reviewed by a second pair of eyes" })).id, comment: "ok" });
+    await pat().deployment.deploy({ versionId: f1.id, mode: "test" });
+    expect(submitted().at(-1)?.nodes.find((n) => n.id === "alerts")?.params.path).toBe("out/enforced.jsonl");
+  });
+
+  it("refuses an approver approving a version they authored, though an analyst asked for the promotion", async () => {
+    const { id } = await pat().pipeline.create({ name: "own-work", graph: doc("own-work", 3) });
+    const v1 = (await pat().pipeline.saveVersion({ pipelineId: id, graph: doc("own-work", 3), message: "pat's rule" })).version;
+    const asked = await ana().promotion.request({ versionId: v1.id, reason: "pat asked me to click request" });
+    await expect(pat().promotion.approve({ requestId: asked.id, comment: "lgtm" })).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringContaining("pat@example.test authored version 1") });
+    expect((await pat().promotion.list({ pipelineId: id }))[0]?.status).toBe("pending");
+    // Another approver may.
+    expect((await sam().promotion.approve({ requestId: asked.id, comment: "reviewed" })).status).toBe("approved");
+  });
+
+  it("refuses an approver approving a promotion they requested", async () => {
+    const { id } = await ana().pipeline.create({ name: "own-request", graph: doc("own-request", 3) });
+    const v1 = (await ana().pipeline.saveVersion({ pipelineId: id, graph: doc("own-request", 3), message: "v1" })).version;
+    const asked = await pat().promotion.request({ versionId: v1.id, reason: "I would like this one enforced" });
+    await expect(pat().promotion.approve({ requestId: asked.id, comment: "self-service" })).rejects.toMatchObject({ code: "FORBIDDEN", message: expect.stringContaining("pat@example.test asked for this promotion") });
+  });
+
+  it("uses an approval up with the one enforcing deploy it allows: a second enforcing deploy needs a new approval", async () => {
+    const { id } = await ana().pipeline.create({ name: "once", graph: doc("once", 3) });
+    const v1 = (await ana().pipeline.saveVersion({ pipelineId: id, graph: doc("once", 3), message: "v1" })).version;
+    const first = await ana().promotion.request({ versionId: v1.id, reason: "the first version of this rule" });
+    await pat().promotion.approve({ requestId: first.id, comment: "ok" });
+    const enforcing = await pat().deployment.deploy({ versionId: v1.id, mode: "enforcing", reason: "v1 enforces" });
+    // Enforcement stops (said in words, with a reason); enforcing v1 again with the same approval is refused.
+    await pat().deployment.stop({ deploymentId: enforcing.id, enforcementStops: true, reason: "the rule is retired for now" });
+    await expect(pat().deployment.deploy({ versionId: v1.id, mode: "enforcing", reason: "again" })).rejects.toMatchObject({
+      code: "PRECONDITION_FAILED",
+      message: expect.stringContaining(`the approval ${first.id} of version 1 was used by deployment ${enforcing.id}`),
+    });
+    expect(await server.db.prisma.deployment.count({ where: { pipelineId: id, mode: "enforcing", status: "running" } })).toBe(0);
+    const used = await server.db.prisma.promotionRequest.findUniqueOrThrow({ where: { id: first.id } });
+    expect(used.usedByDeploymentId).toBe(enforcing.id);
+    expect(used.usedAt).toBeInstanceOf(Date);
+    // A new request, approved by another approver, allows one more.
+    const second = await ana().promotion.request({ versionId: v1.id, reason: "back in service" });
+    await sam().promotion.approve({ requestId: second.id, comment: "ok" });
+    expect((await pat().deployment.deploy({ versionId: v1.id, mode: "enforcing", reason: "v1 enforces again" })).mode).toBe("enforcing");
   });
 });

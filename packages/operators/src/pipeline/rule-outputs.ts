@@ -6,6 +6,12 @@ export function shadowTopic(rule: string, nodeId: string, kafkaSinks: number): s
   return kafkaSinks === 1 ? `${rule}.shadow` : `${rule}.shadow.${nodeId}`;
 }
 
+/** A shadow version's file: one per version and node beside the sink's own (files cannot be shared by two writers). */
+export function shadowFilePath(rule: string, version: number, nodeId: string, path: string): string {
+  const dir = path.includes("/") ? path.slice(0, path.lastIndexOf("/") + 1) : "";
+  return `${dir}${rule}.shadow.v${version}.${nodeId}.jsonl`;
+}
+
 /** The Kafka header on every alert of a rule job: the version that raised it (shadow versions share a topic). */
 export const RULE_VERSION_HEADER = "keyflow-rule-version";
 /** The same, as a field of the alert's JSON. */

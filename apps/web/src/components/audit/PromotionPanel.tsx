@@ -2,10 +2,12 @@
 // Promotion to enforcement for the pipeline on screen: ask for the newest version (analysts; a
 // written reason before the policy's days in shadow), approve or reject pending requests with a
 // comment (approvers other than the requester) beside the shadow/enforcement comparison, and roll
-// enforcement back to the previous version (approved, or an emergency with a reason). The approver
+// enforcement back to the previous version (approved, or an emergency with a reason). An approval
+// allows one enforcing deploy; its use is shown on the request. The approver
 // sees each open request's state check against the rule job's checkpoint, and chooses what the
 // version that enforced becomes (shadow or stopped) on a promotion or a rollback. The server
-// enforces all of it; the buttons only avoid offering what would be refused.
+// enforces all of it; a decision the server would refuse (one's own request or version) is shown
+// disabled with the server's reason.
 import { useMutation, useQueries, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
@@ -134,7 +136,12 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
               ) : null}
               {check ? <StateCheck version={r.version.number} check={check.data} error={check.error ? check.error.message : null} /> : null}
               {check ? <ChangesAgainstEnforcing pipeline={pipeline} versionId={r.versionId} enforcing={enforcingNow.filter((d) => d.versionId !== r.versionId).map((d) => d.versionId)} /> : null}
-              {r.status === "approved" && isApprover && !enforcingNow.some((d) => d.versionId === r.versionId) ? (
+              {r.usedAt ? (
+                <div className="kf-muted" data-testid="promotion-used">
+                  used by the enforcing deploy of deployment {r.usedByDeploymentId ?? "?"} ({new Date(r.usedAt).toLocaleString("en-GB", { hour12: false })}); another enforcing deploy needs a new approval
+                </div>
+              ) : null}
+              {r.status === "approved" && r.usedAt === null && isApprover && !enforcingNow.some((d) => d.versionId === r.versionId) ? (
                 <div className="kf-promotion__decide">
                   {previous.length > 0 ? <AfterEnforcingChoice who={previous.join(", ")} value={previousTo} onChange={setPreviousTo} testId="promotion-previous" /> : null}
                   <button type="button" className="kf-button kf-button--small" disabled={enforce.isPending} onClick={() => enforce.mutate({ versionId: r.versionId, mode: "enforcing", reason: `promotion ${r.id}`, ...(previous.length > 0 ? { previous: previousTo } : {}) })} data-testid="promotion-enforce">
@@ -142,15 +149,20 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
                   </button>
                 </div>
               ) : null}
-              {r.status === "pending" && isApprover && me.data?.email !== r.requestedBy ? (
+              {r.status === "pending" && isApprover && r.refusal.reject === null ? (
                 <div className="kf-promotion__decide">
                   <input value={comments[r.id] ?? ""} onChange={(e) => setComments({ ...comments, [r.id]: e.target.value })} placeholder="comment" aria-label="comment on the decision" data-testid="promotion-comment" />
-                  <button type="button" className="kf-button kf-button--small" disabled={check?.data?.compatible === false} onClick={() => approve.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-approve">
+                  <button type="button" className="kf-button kf-button--small" disabled={check?.data?.compatible === false || r.refusal.approve !== null} title={r.refusal.approve ?? undefined} onClick={() => approve.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-approve">
                     Approve
                   </button>
                   <button type="button" className="kf-button kf-button--small kf-button--danger" onClick={() => reject.mutate({ requestId: r.id, comment: comments[r.id] ?? "" })} data-testid="promotion-reject">
                     Reject
                   </button>
+                  {r.refusal.approve !== null ? (
+                    <span className="kf-muted" data-testid="promotion-approve-refused">
+                      {r.refusal.approve}
+                    </span>
+                  ) : null}
                 </div>
               ) : null}
             </li>

@@ -1,15 +1,19 @@
 "use client";
 // The throttle of a sink of the running deployment (an operations and debugging control): caps the
 // records per second the runner lets into the sink, to rehearse what backpressure looks like
-// upstream, and lifts it. The cap in force is what the runner reports on the live stream.
+// upstream, and lifts it. The cap in force is what the runner reports on the live stream. On a job
+// that writes an enforcement output only approvers may set it (the server's role matrix): the
+// buttons are disabled with its reason.
 import { useMutation } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
+import { useJobActions } from "../operations/job-actions";
 
 export function SinkThrottle({ deploymentId, nodeId, current }: { deploymentId: string; nodeId: string; current: number | null }) {
   const trpc = useTRPC();
   const [draft, setDraft] = useState("10");
   const throttle = useMutation(trpc.deployment.throttle.mutationOptions());
+  const denied = useJobActions(deploymentId).denied("throttle");
   const rate = Number(draft);
   const valid = draft.trim() !== "" && Number.isFinite(rate) && rate >= 0.1;
   return (
@@ -32,7 +36,8 @@ export function SinkThrottle({ deploymentId, nodeId, current }: { deploymentId: 
           type="button"
           className="kf-button kf-button--small"
           data-testid={`throttle-${nodeId}-set`}
-          disabled={!valid || throttle.isPending}
+          disabled={!valid || throttle.isPending || denied !== null}
+          title={denied ?? undefined}
           onClick={() => throttle.mutate({ deploymentId, nodeId, recordsPerSecond: rate })}
         >
           Throttle
@@ -41,12 +46,18 @@ export function SinkThrottle({ deploymentId, nodeId, current }: { deploymentId: 
           type="button"
           className="kf-button kf-button--small"
           data-testid={`throttle-${nodeId}-lift`}
-          disabled={current === null || throttle.isPending}
+          disabled={current === null || throttle.isPending || denied !== null}
+          title={denied ?? undefined}
           onClick={() => throttle.mutate({ deploymentId, nodeId, recordsPerSecond: null })}
         >
           Lift
         </button>
       </span>
+      {denied !== null ? (
+        <span className="kf-live__throttle-denied" data-testid={`throttle-${nodeId}-denied`}>
+          {denied}
+        </span>
+      ) : null}
       {throttle.error ? <span className="kf-live__bad">{throttle.error.message}</span> : null}
     </div>
   );

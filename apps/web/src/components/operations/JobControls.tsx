@@ -3,9 +3,11 @@
 // savepoint folder) and a change of parallelism through a savepoint. The sequences run on the
 // server; JobControlProgress shows their steps from deployment.controls, which survives the
 // deployment being replaced (a restore unmounts the panel of the deployment it was started on).
+// What the caller may not do (the server's role matrix) is disabled with the reason shown.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useTRPC } from "../../trpc/react";
+import { useJobActions } from "./job-actions";
 
 function time(at: number): string {
   return new Date(at).toLocaleTimeString("en-GB", { hour12: false });
@@ -87,6 +89,10 @@ export function JobControls({
   const [source, setSource] = useState<string>("");
   const [path, setPath] = useState("");
   const [target, setTarget] = useState<string>("");
+  const [anotherJob, setAnotherJob] = useState(false);
+  const allowed = useJobActions(deploymentId);
+  const denied = { savepoint: allowed.denied("savepoint"), restore: allowed.denied("restore"), rescale: allowed.denied("rescale") };
+  const anotherJobDenied = allowed.data ? allowed.data.restoreFromAnotherJob.reason : "checking what you may do…";
   // A restore or rescale replaces the deployment: show the new one.
   const refresh = async () => {
     await queryClient.invalidateQueries({ queryKey: trpc.deployment.controls.queryKey({ pipelineId }) });
@@ -107,7 +113,7 @@ export function JobControls({
   const offered = new Set([...restorable.map((c) => `checkpoint:${c.id}`), ...savepoints.map((p) => `savepoint:${p}`), SAVEPOINT_PATH]);
   const chosen = offered.has(source) ? source : fallback;
   const from =
-    chosen.startsWith("checkpoint:") ? { checkpointId: Number(chosen.slice("checkpoint:".length)) } : chosen.startsWith("savepoint:") ? { savepointPath: chosen.slice("savepoint:".length) } : chosen === SAVEPOINT_PATH && path.trim() ? { savepointPath: path.trim() } : null;
+    chosen.startsWith("checkpoint:") ? { checkpointId: Number(chosen.slice("checkpoint:".length)) } : chosen.startsWith("savepoint:") ? { savepointPath: chosen.slice("savepoint:".length) } : chosen === SAVEPOINT_PATH && path.trim() ? { savepointPath: path.trim(), ...(anotherJob ? { anotherJob: true } : {}) } : null;
   const wanted = Number(target || parallelism || 1);
   const wantedOk = Number.isInteger(wanted) && wanted >= 1 && (maxParallelism === undefined || wanted <= maxParallelism);
   const error = savepoint.error ?? restore.error ?? rescale.error;
@@ -115,7 +121,7 @@ export function JobControls({
   return (
     <div className="kf-ops__jobcontrols" data-testid="job-controls">
       <div className="kf-ops__controls">
-        <button type="button" className="kf-button kf-button--small" data-testid="job-savepoint" disabled={busy} onClick={() => savepoint.mutate({ deploymentId })}>
+        <button type="button" className="kf-button kf-button--small" data-testid="job-savepoint" disabled={busy || denied.savepoint !== null} title={denied.savepoint ?? undefined} onClick={() => savepoint.mutate({ deploymentId })}>
           {savepoint.isPending ? "Taking a savepoint…" : "Savepoint"}
         </button>
       </div>
@@ -137,13 +143,20 @@ export function JobControls({
           </select>
         </label>
         {chosen === SAVEPOINT_PATH ? (
-          <input className="kf-input" data-testid="restore-path" placeholder="/path/to/savepoint-…" value={path} disabled={busy} onChange={(e) => setPath(e.target.value)} aria-label="Savepoint folder on the runner" />
+          <>
+            <input className="kf-input" data-testid="restore-path" placeholder="/path/to/savepoint-…" value={path} disabled={busy} onChange={(e) => setPath(e.target.value)} aria-label="Savepoint folder on the runner" />
+            {/* Only the job's own savepoints, unless an approver picks another job's explicitly. */}
+            <label className="kf-ops__meta" title={anotherJobDenied ?? "a savepoint of another job: recorded on the audit trail as your explicit choice"}>
+              <input type="checkbox" data-testid="restore-another-job" checked={anotherJob} disabled={busy || anotherJobDenied !== null} onChange={(e) => setAnotherJob(e.target.checked)} /> another job's savepoint
+            </label>
+          </>
         ) : null}
         <button
           type="button"
           className="kf-button kf-button--small"
           data-testid="job-restore"
-          disabled={busy || from === null}
+          disabled={busy || from === null || denied.restore !== null}
+          title={denied.restore ?? undefined}
           onClick={() => {
             if (from && window.confirm("Restore? The job stops with a savepoint, then runs again from the chosen state (records after it are processed again).")) restore.mutate({ deploymentId, from });
           }}
@@ -173,7 +186,8 @@ export function JobControls({
           type="button"
           className="kf-button kf-button--small"
           data-testid="job-rescale"
-          disabled={busy || !wantedOk || wanted === parallelism}
+          disabled={busy || !wantedOk || wanted === parallelism || denied.rescale !== null}
+          title={denied.rescale ?? undefined}
           onClick={() => {
             if (window.confirm(`Change parallelism to ${wanted}? The job stops with a savepoint and runs again from it with ${wanted} subtasks per keyed operator.`)) rescale.mutate({ deploymentId, parallelism: wanted });
           }}
@@ -181,6 +195,11 @@ export function JobControls({
           {rescale.isPending ? "Changing parallelism…" : "Change parallelism"}
         </button>
       </div>
+      {[denied.savepoint, denied.restore, denied.rescale].some((d) => d !== null && allowed.data) ? (
+        <p className="kf-ops__meta" data-testid="job-controls-denied">
+          {[...new Set([denied.savepoint, denied.restore, denied.rescale].filter((d): d is string => d !== null))].join(" · ")}
+        </p>
+      ) : null}
       {error ? (
         <p className="kf-ops__error" data-testid="job-control-call-error">
           {error.message}

@@ -3,8 +3,10 @@
 // (history from the runner with a chart of duration and size, the one in flight with each task's
 // acknowledgement, aborted ones with their reason, a warning past 80 % of the pipeline's timeout),
 // job controls (stop, savepoint, restore, change of parallelism, with their steps and result), and
-// the Sources, Skew and node drill-down panels.
+// the Sources, Skew and node drill-down panels. Stopping the enforcing version asks which version
+// enforces instead, or for a reason to let enforcement stop; the result line is the server's.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
 import { formatBytes, formatDuration } from "../../live/format";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
@@ -12,6 +14,7 @@ import { useLive } from "../live/LiveContext";
 import { checkpointNearTimeout, SLOW_CHECKPOINT_SHARE } from "../../live/operations";
 import { CheckpointChart } from "./CheckpointChart";
 import { JobControlProgress, JobControls } from "./JobControls";
+import { useJobActions } from "./job-actions";
 import { NodeDrillDown } from "./NodeDrillDown";
 import { SkewPanel } from "./SkewPanel";
 import { SourcesPanel } from "./SourcesPanel";
@@ -59,12 +62,19 @@ function DeploymentOperations({ pipelineId, deployment, versionNumber, onStopped
   const stop = useMutation(
     trpc.deployment.stop.mutationOptions({
       onSuccess: async (result) => {
-        const cp = result.finalCheckpoint;
-        onStopped(`Deployment ${result.deployment.id} ${result.jobStatus === "gone" ? "was no longer on the runner; recorded as stopped" : result.jobStatus}${cp ? ` after checkpoint ${cp.id} (${formatDuration(cp.durationMs)}, ${formatBytes(cp.stateBytes)})` : ""}.`);
+        onStopped(result.result);
         await queryClient.invalidateQueries({ queryKey: trpc.pipeline.get.queryKey() });
       },
     }),
   );
+  const allowed = useJobActions(deployment.id);
+  const stopDenied = allowed.denied("stop");
+  const enforcingVersion = allowed.data?.isEnforcingVersion === true;
+  // Stopping the enforcing version: which version enforces instead (one with an unused approval), or "none" with a reason.
+  const promotions = useQuery({ ...trpc.promotion.list.queryOptions({ pipelineId }), enabled: enforcingVersion });
+  const successors = (promotions.data ?? []).filter((r) => r.status === "approved" && r.usedAt === null && r.versionId !== deployment.versionId);
+  const [instead, setInstead] = useState("none");
+  const [stopReason, setStopReason] = useState("");
   const data = checkpoints.data;
   const history = data?.checkpoints ?? [];
   const limit = data ? data.checkpointTimeoutMs * SLOW_CHECKPOINT_SHARE : Number.POSITIVE_INFINITY;
@@ -97,13 +107,41 @@ function DeploymentOperations({ pipelineId, deployment, versionNumber, onStopped
             type="button"
             className="kf-button kf-button--small kf-button--danger"
             data-testid="job-stop"
-            disabled={stop.isPending}
+            disabled={stop.isPending || stopDenied !== null}
+            title={stopDenied ?? undefined}
             onClick={() => {
-              if (window.confirm("Stop this deployment? The runner takes a final checkpoint, then stops.")) stop.mutate({ deploymentId: deployment.id });
+              if (!enforcingVersion) {
+                if (window.confirm("Stop this deployment? The runner takes a final checkpoint, then stops.")) stop.mutate({ deploymentId: deployment.id });
+                return;
+              }
+              const successor = successors.find((r) => r.versionId === instead);
+              const question = successor ? `Stop v${versionNumber ?? "?"}? v${successor.version.number} enforces instead, at the same checkpoint.` : `Stop v${versionNumber ?? "?"}? Enforcement of this rule stops: no version enforces it until one is promoted.`;
+              if (window.confirm(question)) stop.mutate({ deploymentId: deployment.id, reason: stopReason, ...(successor ? { enforceInstead: successor.versionId } : { enforcementStops: true }) });
             }}
           >
             {stop.isPending ? "Stopping (final checkpoint)…" : "Stop"}
           </button>
+          {enforcingVersion && stopDenied === null ? (
+            <>
+              <label className="kf-ops__meta">
+                then{" "}
+                <select data-testid="stop-enforce-instead" value={instead} onChange={(e) => setInstead(e.target.value)}>
+                  <option value="none">enforcement stops</option>
+                  {successors.map((r) => (
+                    <option key={r.id} value={r.versionId}>
+                      v{r.version.number} enforces (approved by {r.decidedBy})
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <input className="kf-input" data-testid="stop-reason" placeholder="why (recorded in the audit trail)" value={stopReason} onChange={(e) => setStopReason(e.target.value)} aria-label="reason for stopping the enforcing version" />
+            </>
+          ) : null}
+          {stopDenied !== null && allowed.data ? (
+            <span className="kf-ops__meta" data-testid="job-stop-denied">
+              {stopDenied}
+            </span>
+          ) : null}
           {stop.error ? <span className="kf-ops__error">{stop.error.message}</span> : null}
         </div>
         <JobControls pipelineId={pipelineId} deploymentId={deployment.id} checkpoints={history} parallelism={data?.parallelism} maxParallelism={data?.maxParallelism} />

@@ -16,7 +16,7 @@ const comment = z.string().trim().max(2_000).default("");
 const pipelineInput = z.object({ pipelineId: z.string().min(1) });
 
 export const promotionRouter = createTRPCRouter({
-  list: authedProcedure.input(pipelineInput).query(async ({ ctx, input }) => listPromotions((await ctx.db()).prisma, input.pipelineId)),
+  list: authedProcedure.input(pipelineInput).query(async ({ ctx, input }) => listPromotions((await ctx.db()).prisma, input.pipelineId, ctx.user)),
   /** Days in shadow of each version against the policy, what enforces now, and what a rollback would return to. */
   status: authedProcedure.input(pipelineInput).query(async ({ ctx, input }) => {
     const prisma = (await ctx.db()).prisma;
@@ -34,7 +34,7 @@ export const promotionRouter = createTRPCRouter({
       (error: unknown) => ({ possible: false as const, plan: null, why: error instanceof Error ? error.message : String(error) }),
     );
     const previousApproval = rollback.plan
-      ? await prisma.promotionRequest.findFirst({ where: { versionId: rollback.plan.previous.versionId, status: "approved" }, orderBy: { decidedAt: "desc" }, select: { id: true, decidedBy: true } })
+      ? await prisma.promotionRequest.findFirst({ where: { versionId: rollback.plan.previous.versionId, status: "approved", usedAt: null }, orderBy: { decidedAt: "desc" }, select: { id: true, decidedBy: true } })
       : null;
     return { policyDays, versions: ages, enforcing: enforcing.map((d) => ({ deploymentId: d.id, versionId: d.versionId, number: d.version.number, status: d.status, since: d.createdAt })), rollback: { ...rollback, previousApproval } };
   }),
@@ -87,12 +87,12 @@ export const promotionRouter = createTRPCRouter({
  * The state check an approval needs: the request's version against the running rule job's newest
  * checkpoint. Refuses (naming the version's nodes) when the state does not fit, or when the runner
  * cannot be asked: an approval is not recorded unchecked. Requests that decidePromotion refuses anyway
- * (one's own, not pending) are left to it, without asking the runner.
+ * (one's own request or version, not pending) are left to it, without asking the runner.
  */
 async function approvalStateCheck(prisma: PrismaClient, runnerUrl: string, requestId: string, approver: string): Promise<StateCheckRecord | null> {
-  const request = await prisma.promotionRequest.findUnique({ where: { id: requestId }, select: { versionId: true, status: true, requestedBy: true, version: { select: { number: true } } } });
+  const request = await prisma.promotionRequest.findUnique({ where: { id: requestId }, select: { versionId: true, status: true, requestedBy: true, version: { select: { number: true, author: true } } } });
   if (!request) throw notFound("promotion request", requestId);
-  if (request.status !== "pending" || request.requestedBy === approver) return null;
+  if (request.status !== "pending" || request.requestedBy === approver || request.version.author === approver) return null;
   let check: Awaited<ReturnType<typeof promotionCompat>>;
   try {
     check = await promotionCompat(prisma, runnerUrl, request.versionId);

@@ -10,7 +10,7 @@ import { validatePipeline } from "@keyflow/operators";
 import type { DeploymentMode, DeploymentStatus, PrismaClient } from "@keyflow/db";
 import { notFound, pipelineRejected } from "../errors";
 import { fromJsonColumn } from "../json";
-import { pipelineForMode } from "./deployment-mode";
+import { hasApprovedGraph, pipelineForMode } from "./deployment-mode";
 import { RunnerError, RunnerRefusedError, submitJob, type JobStart } from "../runner-client";
 import { branchSpecs, liveRuleJob, oneAtATime, recordSwitch, RULE_JOB_PREFIX, ruleJobTrouble, startRuleJob, stopRuleJobWithSavepoint, switchRouting, type BranchMode, type RoutingSwitch } from "./rule-jobs";
 
@@ -160,15 +160,17 @@ async function deployBranch(prisma: PrismaClient, runnerUrl: string, input: Depl
   return { ...(await prisma.deployment.findUniqueOrThrow({ where: { id: row.id } })), routingSwitch: done };
 }
 
-/** A version as a job of its own (test mode, or a restore / rescale of one), its Kafka sinks moved to `<rule>.shadow` unless it enforces. */
+/** A version as a job of its own (test mode, or a restore / rescale of one), its sinks moved to shadow outputs unless it enforces or is an approved version's test. */
 async function deploySingleJob(prisma: PrismaClient, runnerUrl: string, input: DeployInput) {
   const version = await prisma.pipelineVersion.findUnique({
     where: { id: input.versionId },
-    select: { id: true, number: true, pipelineId: true, graph: true, pipeline: { select: { name: true } } },
+    select: { id: true, number: true, pipelineId: true, graph: true, graphHash: true, pipeline: { select: { name: true } } },
   });
   if (!version) throw notFound("version", input.versionId);
-  // Shadow deployments write their alerts to <rule>.shadow, never to the enforcement topic.
-  const pipeline = pipelineForMode(fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`), input.mode);
+  // Shadow deployments, and test deployments of a version without an approved promotion (on every
+  // path: deploy, restore, rescale), write their alerts to <rule>.shadow, never to the enforcement topic.
+  const approved = input.mode === "test" && (await hasApprovedGraph(prisma, version.id, version.graphHash));
+  const pipeline = pipelineForMode(fromJsonColumn(version.graph, `version ${version.number} of ${version.pipeline.name}`), input.mode, { approved, version: version.number });
   const result = validatePipeline(pipeline);
   if (!result.ok) throw pipelineRejected(`cannot deploy version ${version.number}`, result.issues);
 

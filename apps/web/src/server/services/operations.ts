@@ -287,22 +287,21 @@ export async function savepointDeployment(prisma: PrismaClient, runnerUrl: strin
   }
 }
 
-export type RestoreSource = { checkpointId: number } | { savepointPath: string };
+/** `anotherJob`: a savepoint that is not one of the job's own, picked explicitly by an approver. */
+export type RestoreSource = { checkpointId: number } | { savepointPath: string; anotherJob?: boolean | undefined };
 
 /**
  * Restore (from a listed checkpoint or a savepoint folder) or rescale (from a savepoint taken now),
- * optionally at another parallelism. `mayEnforce`: whether the caller may (re)deploy a non-shadow mode.
+ * optionally at another parallelism. Who may do it (the role matrix) and from which savepoint is
+ * checked by the caller (routers/deployment.ts, ./operating-roles.ts).
  */
 export async function replaceDeployment(
   prisma: PrismaClient,
   runnerUrl: string,
-  input: { deploymentId: string; kind: "restore" | "rescale"; from: RestoreSource | null; parallelism?: number | undefined; mayEnforce: boolean },
+  input: { deploymentId: string; kind: "restore" | "rescale"; from: RestoreSource | null; parallelism?: number | undefined },
   registry: JobControlRegistry = jobControls(),
 ) {
   const target = await controlTarget(prisma, input.deploymentId);
-  if (target.mode !== "shadow" && !input.mayEnforce) {
-    throw new TRPCError({ code: "FORBIDDEN", message: `deployment ${target.id} runs in ${target.mode} mode; redeploying it (restore, rescale) needs the approver role` });
-  }
   const current = registry.parallelism(target.id) ?? target.settings.parallelism;
   const parallelism = input.parallelism ?? current;
   // Refused before the job is touched: the runner would refuse it after the stop.

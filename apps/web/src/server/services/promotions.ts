@@ -1,14 +1,15 @@
 // Promotion requests: "run this version in enforcement", asked by an analyst and decided by an
 // approver who is not the requester. A request is tied to the version's graph hash at the time it
 // was asked; saving a newer version of the pipeline voids pending and approved requests for other
-// graphs, so an approval always means "this exact graph". Every step is audited by the caller's
+// graphs, so an approval always means "this exact graph". The version's author cannot approve it
+// either, and an approval is used up by the one enforcing deploy it allows (`usedAt`). Every step is audited by the caller's
 // transaction (the request/decision and its audit record commit together). A version that has not
 // spent the policy's days in shadow (KEYFLOW_SHADOW_POLICY_DAYS, default 14) is promoted only with a
 // written reason. Rollback returns enforcement to the previous enforcing version, under the same
 // approval rule or, for approvers and admins, an emergency path that records why.
 import { TRPCError } from "@trpc/server";
 import { appendAuditEvent, type PrismaClient } from "@keyflow/db";
-import type { SessionUser } from "../auth/roles";
+import { hasRole, type SessionUser } from "../auth/roles";
 import { notFound } from "../errors";
 import { serverEnv } from "../env";
 import { deployVersion } from "./deployments";
@@ -40,7 +41,7 @@ export async function shadowAge(prisma: PrismaClient, versionId: string, policyD
   return { since: first?.createdAt ?? null, days, enforcedBefore: enforced > 0, policyDays, early: enforced === 0 && days < policyDays };
 }
 
-const select = { id: true, pipelineId: true, versionId: true, graphHash: true, status: true, requestedBy: true, reason: true, createdAt: true, decidedBy: true, decidedAt: true, comment: true, version: { select: { number: true } } } as const;
+const select = { id: true, pipelineId: true, versionId: true, graphHash: true, status: true, requestedBy: true, reason: true, createdAt: true, decidedBy: true, decidedAt: true, comment: true, usedAt: true, usedByDeploymentId: true, version: { select: { number: true } } } as const;
 
 export async function requestPromotion(prisma: PrismaClient, user: SessionUser, input: { versionId: string; reason: string }, policy: { policyDays: number; now: Date } = { policyDays: DEFAULT_SHADOW_POLICY_DAYS, now: new Date() }) {
   const version = await prisma.pipelineVersion.findUnique({ where: { id: input.versionId }, select: { id: true, number: true, pipelineId: true, graphHash: true } });
@@ -53,7 +54,8 @@ export async function requestPromotion(prisma: PrismaClient, user: SessionUser, 
     });
   }
   return prisma.$transaction(async (tx) => {
-    const open = await tx.promotionRequest.findFirst({ where: { versionId: version.id, status: { in: ["pending", "approved"] } }, select: { id: true, status: true } });
+    // An approval already used by its enforcing deploy is history: a new request may follow it.
+    const open = await tx.promotionRequest.findFirst({ where: { versionId: version.id, OR: [{ status: "pending" }, { status: "approved", usedAt: null }] }, select: { id: true, status: true } });
     if (open) throw new TRPCError({ code: "CONFLICT", message: `version ${version.number} already has a ${open.status} promotion request (${open.id})` });
     const request = await tx.promotionRequest.create({ data: { pipelineId: version.pipelineId, versionId: version.id, graphHash: version.graphHash, requestedBy: user.email, reason: input.reason }, select });
     await appendAuditEvent(tx, { actor: user.email, action: "request", subjectType: "promotion", subjectId: request.id, details: { pipelineId: version.pipelineId, versionId: version.id, number: version.number, graphHash: version.graphHash, daysInShadow: Math.round(age.days * 100) / 100, policyDays: policy.policyDays, early: age.early }, reason: input.reason || null });
@@ -61,15 +63,26 @@ export async function requestPromotion(prisma: PrismaClient, user: SessionUser, 
   });
 }
 
+/**
+ * Why this person may not take this decision on the request (four-eyes), or null: the requester
+ * decides nothing, the version's author approves nothing. The procedure and the panel's buttons
+ * read the same answer.
+ */
+export function decisionRefusal(user: Pick<SessionUser, "email" | "role">, request: { requestedBy: string; version: { number: number; author: string } }, decision: "approve" | "reject"): string | null {
+  if (!hasRole(user.role, "approver")) return `${decision === "approve" ? "approving" : "rejecting"} needs the approver role; ${user.email} is an ${user.role}`;
+  if (request.requestedBy === user.email) return `${user.email} asked for this promotion and cannot ${decision} it: another approver must decide`;
+  if (decision === "approve" && request.version.author === user.email) return `${user.email} authored version ${request.version.number} and cannot approve its promotion: another approver must decide`;
+  return null;
+}
+
 export async function decidePromotion(prisma: PrismaClient, user: SessionUser, input: { requestId: string; decision: "approve" | "reject"; comment: string; stateCheck?: StateCheckRecord }) {
   return prisma.$transaction(async (tx) => {
     // Locked: two approvers deciding at once get one decision, not two.
     const locked = await tx.$queryRaw<{ id: string }[]>`SELECT id FROM promotion_requests WHERE id = ${input.requestId} FOR UPDATE`;
     if (locked.length === 0) throw notFound("promotion request", input.requestId);
-    const request = await tx.promotionRequest.findUniqueOrThrow({ where: { id: input.requestId }, select: { ...select, version: { select: { number: true, graphHash: true } } } });
-    if (request.requestedBy === user.email) {
-      throw new TRPCError({ code: "FORBIDDEN", message: `${user.email} asked for this promotion and cannot ${input.decision} it: another approver must decide` });
-    }
+    const request = await tx.promotionRequest.findUniqueOrThrow({ where: { id: input.requestId }, select: { ...select, version: { select: { number: true, graphHash: true, author: true } } } });
+    const refusal = decisionRefusal(user, request, input.decision);
+    if (refusal) throw new TRPCError({ code: "FORBIDDEN", message: refusal });
     if (request.status !== "pending") throw new TRPCError({ code: "PRECONDITION_FAILED", message: `promotion request ${request.id} is ${request.status}, not pending` });
     // Versions are immutable, so this holds unless the row was tampered with; checked anyway, because it is what the approval means.
     if (request.version.graphHash !== request.graphHash) {
@@ -100,7 +113,8 @@ export type StateCheckRecord = {
 /** Called after a version is saved: requests for any other graph of the pipeline are void. */
 export async function voidStalePromotions(prisma: PrismaClient, actor: string, pipelineId: string, graphHash: string): Promise<number> {
   return prisma.$transaction(async (tx) => {
-    const stale = await tx.promotionRequest.findMany({ where: { pipelineId, status: { in: ["pending", "approved"] }, graphHash: { not: graphHash } }, select: { id: true, status: true, versionId: true } });
+    // Approvals already used by their enforcing deploy stay as they are: the record of what allowed it.
+    const stale = await tx.promotionRequest.findMany({ where: { pipelineId, OR: [{ status: "pending" }, { status: "approved", usedAt: null }], graphHash: { not: graphHash } }, select: { id: true, status: true, versionId: true } });
     for (const request of stale) {
       await tx.promotionRequest.update({ where: { id: request.id }, data: { status: "void" } });
       await appendAuditEvent(tx, { actor, action: "void", subjectType: "promotion", subjectId: request.id, details: { pipelineId, versionId: request.versionId, voided: true, was: request.status }, reason: "a newer version was saved: the request no longer matches the graph that would run" });
@@ -109,23 +123,51 @@ export async function voidStalePromotions(prisma: PrismaClient, actor: string, p
   });
 }
 
-export async function listPromotions(prisma: PrismaClient, pipelineId: string) {
-  return prisma.promotionRequest.findMany({ where: { pipelineId }, orderBy: { createdAt: "desc" }, select });
+/** The pipeline's requests, newest first, each with what the caller may decide on it and why not (the panel's buttons). */
+export async function listPromotions(prisma: PrismaClient, pipelineId: string, user: Pick<SessionUser, "email" | "role">) {
+  const rows = await prisma.promotionRequest.findMany({ where: { pipelineId }, orderBy: { createdAt: "desc" }, select: { ...select, version: { select: { number: true, author: true } } } });
+  return rows.map((r) => ({ ...r, refusal: { approve: decisionRefusal(user, r, "approve"), reject: decisionRefusal(user, r, "reject") } }));
 }
 
 /**
- * Enforcement needs an approved request for exactly this version's graph. Returns that request;
- * throws PRECONDITION_FAILED naming what is missing. (The enforcing deploy that follows switches the
- * warm shadow branch of the rule job to enforcement at a checkpoint boundary: ./deployments.ts.)
+ * Enforcement needs an approved request for exactly this version's graph, not yet used by an
+ * enforcing deploy. Returns that request; throws PRECONDITION_FAILED naming what is missing (and
+ * which deployment used the last approval).
  */
 export async function approvedPromotion(prisma: PrismaClient, versionId: string) {
   const version = await prisma.pipelineVersion.findUnique({ where: { id: versionId }, select: { number: true, graphHash: true } });
   if (!version) throw notFound("version", versionId);
-  const approved = await prisma.promotionRequest.findFirst({ where: { versionId, status: "approved", graphHash: version.graphHash }, orderBy: { decidedAt: "desc" }, select: { id: true, requestedBy: true, decidedBy: true } });
-  if (!approved) {
-    throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${version.number} has no approved promotion request for its graph (${version.graphHash.slice(0, 12)}…): ask for one and have another approver approve it` });
+  const approved = await prisma.promotionRequest.findFirst({ where: { versionId, status: "approved", graphHash: version.graphHash, usedAt: null }, orderBy: { decidedAt: "desc" }, select: { id: true, requestedBy: true, decidedBy: true } });
+  if (approved) return approved;
+  const used = await prisma.promotionRequest.findFirst({ where: { versionId, status: "approved", graphHash: version.graphHash }, orderBy: { usedAt: "desc" }, select: { id: true, usedAt: true, usedByDeploymentId: true } });
+  if (used) {
+    throw new TRPCError({
+      code: "PRECONDITION_FAILED",
+      message: `the approval ${used.id} of version ${version.number} was used by deployment ${used.usedByDeploymentId ?? "?"} (${used.usedAt?.toISOString() ?? "?"}): an approval allows one enforcing deploy, so ask for a new one and have another approver approve it`,
+    });
   }
-  return approved;
+  throw new TRPCError({ code: "PRECONDITION_FAILED", message: `version ${version.number} has no approved promotion request for its graph (${version.graphHash.slice(0, 12)}…): ask for one and have another approver approve it` });
+}
+
+/**
+ * An enforcing deploy of the version under its approval, which it uses up: the approval is claimed
+ * first (two deploys at once cannot both use it), then the version enforces (the switch of the rule
+ * job's warm shadow branch at a checkpoint boundary: ./deployments.ts), and the deployment is
+ * recorded on the request. A deploy that fails hands the approval back.
+ */
+export async function enforceApproved(prisma: PrismaClient, runnerUrl: string, input: { versionId: string; previousMode?: "shadow" | "stopped" }) {
+  const promotion = await approvedPromotion(prisma, input.versionId);
+  const claimed = await prisma.promotionRequest.updateMany({ where: { id: promotion.id, status: "approved", usedAt: null }, data: { usedAt: new Date() } });
+  if (claimed.count !== 1) throw new TRPCError({ code: "CONFLICT", message: `the approval ${promotion.id} was used by another enforcing deploy at the same time` });
+  let deployment: Awaited<ReturnType<typeof deployVersion>>;
+  try {
+    deployment = await deployVersion(prisma, runnerUrl, { versionId: input.versionId, mode: "enforcing", ...(input.previousMode ? { previousMode: input.previousMode } : {}) });
+  } catch (error) {
+    await prisma.promotionRequest.updateMany({ where: { id: promotion.id, usedByDeploymentId: null }, data: { usedAt: null } });
+    throw error;
+  }
+  await prisma.promotionRequest.update({ where: { id: promotion.id }, data: { usedByDeploymentId: deployment.id } });
+  return { deployment, promotion };
 }
 
 /**
@@ -181,7 +223,7 @@ export async function rollbackPlan(prisma: PrismaClient, pipelineId: string): Pr
 
 /**
  * Returns enforcement to the previous enforcing version. The normal path needs an approved
- * promotion request for the previous version's graph (the same rule as any promotion); the
+ * promotion request for the previous version's graph and uses it up (the same rule as any promotion); the
  * emergency path needs a written reason instead, and both are audited by the caller with the plan.
  * In the rule job this is one switch at a checkpoint boundary (./deployments.ts): the previous
  * version enforces and the current one drops to `currentTo` (shadow by default, or stopped) for
@@ -191,12 +233,16 @@ export async function rollbackPlan(prisma: PrismaClient, pipelineId: string): Pr
 export async function rollbackEnforcement(prisma: PrismaClient, runnerUrl: string, input: { pipelineId: string; emergency: boolean; reason: string; currentTo?: "shadow" | "stopped"; actor?: string }) {
   const plan = await rollbackPlan(prisma, input.pipelineId);
   let promotionId: string | null = null;
+  let deployment: Awaited<ReturnType<typeof deployVersion>>;
   if (input.emergency) {
     if (input.reason.trim().length < MIN_WRITTEN_REASON) throw new TRPCError({ code: "BAD_REQUEST", message: `an emergency rollback needs a written reason (${MIN_WRITTEN_REASON} characters or more): it goes on the audit trail` });
+    deployment = await deployVersion(prisma, runnerUrl, { versionId: plan.previous.versionId, mode: "enforcing", previousMode: input.currentTo ?? "shadow" });
   } else {
-    promotionId = (await approvedPromotion(prisma, plan.previous.versionId)).id;
+    // The approved path uses up the previous version's approval, as any enforcing deploy does.
+    const approved = await enforceApproved(prisma, runnerUrl, { versionId: plan.previous.versionId, previousMode: input.currentTo ?? "shadow" });
+    ({ deployment } = approved);
+    promotionId = approved.promotion.id;
   }
-  const deployment = await deployVersion(prisma, runnerUrl, { versionId: plan.previous.versionId, mode: "enforcing", previousMode: input.currentTo ?? "shadow" });
   const stopped: { deploymentId: string; status: string }[] = [];
   for (const d of plan.current) {
     const row = await prisma.deployment.findUnique({ where: { id: d.deploymentId }, select: { status: true, runnerJobId: true } });

@@ -334,9 +334,12 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     const same = await ok<Comparison>("query", "comparison.compare", { pipelineId: created.id, newVersionId: v2, oldVersionId: v1 }, "ada");
     expect(same.stats.counts).toMatchObject({ both: 20, onlyNew: 0, onlyOld: 0 });
 
+    // The job has an enforcing branch: stopping even its shadow branch (a routing switch) is an approver's.
+    const refused = await call("mutation", "deployment.stop", { deploymentId: shadow.id, reason: "seen enough" }, "ada");
+    expect(refused.error).toMatchObject({ code: "FORBIDDEN", message: expect.stringMatching(/deployment\.stop needs the approver role: rule job .* has an enforcing branch \(version 1\); ada@bank\.test is an analyst/) });
     // Stopping the shadow deployment stops its branch only: the job runs on, v1 still enforcing.
-    const stopped = await ok<{ deployment: { status: string }; jobStatus: string }>("mutation", "deployment.stop", { deploymentId: shadow.id, reason: "seen enough" }, "ada");
-    expect(stopped).toMatchObject({ deployment: { status: "stopped" }, jobStatus: "running" });
+    const stopped = await ok<{ deployment: { status: string }; jobStatus: string; result: string }>("mutation", "deployment.stop", { deploymentId: shadow.id, reason: "seen enough" }, "pat");
+    expect(stopped).toMatchObject({ deployment: { status: "stopped" }, jobStatus: "running", result: expect.stringContaining(`Rule ${A}: version 1 still enforces.`) });
     expect((await runnerJob(enforcing.runnerJobId)).routing?.modes).toEqual({ "1": "enforcing", "2": "stopped" });
     expect(await db.prisma.deployment.findUniqueOrThrow({ where: { id: enforcing.id } })).toMatchObject({ status: "running" });
   });
@@ -393,10 +396,10 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     const [v1, v2] = b.versionIds as [string, string];
     const analyst = await call("mutation", "promotion.rollback", { pipelineId: b.pipelineId, reason: "going back" }, "ada");
     expect(analyst.error?.code).toBe("FORBIDDEN");
-    // v1's approval was voided when v2 was saved: the same rule as any promotion applies.
+    // v1's approval was used up by its enforcing deploy: the same rule as any promotion applies.
     const unapproved = await call("mutation", "promotion.rollback", { pipelineId: b.pipelineId, reason: "going back" }, "pat");
     expect(unapproved.error?.code).toBe("PRECONDITION_FAILED");
-    expect(unapproved.error?.message).toMatch(/version 1 has no approved promotion request for its graph/);
+    expect(unapproved.error?.message).toMatch(/the approval \S+ of version 1 was used by deployment \S+ .*: an approval allows one enforcing deploy/);
     // Going back to a version that enforced before needs no time in shadow, so no reason is asked.
     const asked = await ok<{ id: string }>("mutation", "promotion.request", { versionId: v1, reason: "" }, "ada");
     await ok("mutation", "promotion.approve", { requestId: asked.id, comment: "back to v1" }, "sam");
@@ -434,6 +437,21 @@ describe("shadow beside enforcement on the real broker, as branches of one rule 
     // Three switches and no input since: the enforcement topic still holds rule B's 20 alerts once each.
     expect((await readCommitted(ENFORCEMENT)).map(txIdOf).sort(), traceOf(ENFORCEMENT)).toEqual([...fraudBursts].sort());
     expect(await readCommitted(`${B}.shadow`)).toHaveLength(50);
+  });
+
+  it("an approver's test deployment of an unapproved version writes its alerts to <rule>.shadow on the broker, never to the enforcement topic", async () => {
+    const T = `sh-${run}-t`;
+    const input = `${T}-payments`;
+    await admin.createTopics({ topics: [{ topic: input, numPartitions: 1 }], waitForLeaders: true });
+    const created = await ok<{ id: string }>("mutation", "pipeline.create", { name: T, graph: rule(T, 4, input) }, "ada");
+    const v1 = (await ok<{ version: { id: string } }>("mutation", "pipeline.saveVersion", { pipelineId: created.id, graph: rule(T, 4, input), message: "threshold 4" }, "ada")).version.id;
+    const enforcementBefore = (await readCommitted(ENFORCEMENT)).length;
+    const test = await ok<Deployment>("mutation", "deployment.deploy", { versionId: v1, mode: "test", reason: "an unreviewed version, tried out" }, "pat");
+    await produce(input);
+    await caughtUp(test, input);
+    expect((await readCommitted(`${T}.shadow`)).map(txIdOf).sort(), traceOf(`${T}.shadow`)).toEqual(fraudBursts);
+    expect(await readCommitted(ENFORCEMENT)).toHaveLength(enforcementBefore);
+    await ok("mutation", "deployment.stop", { deploymentId: test.id, reason: "seen it" }, "pat");
   });
 
   it("tells the approver when the broker has deleted a topic's earliest alerts, rather than counting only what is left as the whole", async () => {
