@@ -1,5 +1,6 @@
 // The web app under test: built once (`next build`, reused while its sources are unchanged) and
-// served with `next start` on a free port. The database is the real PostgreSQL from DATABASE_URL
+// served by its server process (Next behind apps/web/scripts/http-server.ts) on a free port. The
+// database is the real PostgreSQL from DATABASE_URL
 // (`npm test` starts it with scripts/services/start.sh), in a fresh schema per app dropped
 // afterwards; without DATABASE_URL, an embedded PGlite in a fresh temporary folder, removed
 // afterwards. Either way the app starts with no users and creates E2E_ADMIN as its first admin;

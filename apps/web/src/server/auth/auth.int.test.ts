@@ -378,6 +378,25 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     expect(owner.headers.getSetCookie()[0]).toMatch(/^__Host-keyflow_session=/);
   });
 
+  it("stops reading a body without Content-Length at the route's cap (413), on sign-in and on tRPC", async () => {
+    /** A 300 MB body made on demand, counting what the route pulled. */
+    const huge = () => {
+      const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+      const stream = { pulled: 0, body: new ReadableStream<Uint8Array>({ pull: (c) => void (stream.pulled++ < 300 ? c.enqueue(chunk) : c.close()) }) };
+      return stream;
+    };
+    const headers = { host: "localhost:3000", origin: ORIGIN, "content-type": "application/json", "x-keyflow-csrf": "1" };
+    const toLogin = huge();
+    const login = await loginRoute.POST?.(new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers, body: toLogin.body, duplex: "half" } as RequestInit));
+    expect(login?.status).toBe(413);
+    expect(((await login?.json()) as { error: { message: string } }).error.message).toBe("the request body is larger than 16384 bytes");
+    const toTrpc = huge();
+    const trpc = await trpcRoute.POST?.(new Request(`${ORIGIN}/api/trpc/pipeline.create`, { method: "POST", headers: { ...headers, cookie: `${SESSION_COOKIE}=${cookies.analyst}` }, body: toTrpc.body, duplex: "half" } as RequestInit));
+    expect(trpc?.status).toBe(413);
+    // Read up to the cap (16 MiB), not the 300 MB.
+    expect({ login: toLogin.pulled <= 2, trpc: toTrpc.pulled <= 18 }).toEqual({ login: true, trpc: true });
+  });
+
   it("changes your own password (the current one first) and ends your other sessions; an admin can reset one", async () => {
     await user("cho@bank.test", "analyst");
     const tokenOf = async (password?: string) => (await login("cho@bank.test", password)).headers.getSetCookie()[0]?.split(";")[0]?.slice(SESSION_COOKIE.length + 1) ?? "";
