@@ -105,6 +105,38 @@ describe("the runner API's guard", () => {
     for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, "localhost"]) expect({ host, status: (await get(host)).status }).toEqual({ host, status: 200 });
   });
 
+  it("refuses a body whose Content-Length is over the route's cap (413) before reading it, uploads included", async () => {
+    const port = new URL(service.url).port;
+    const post = (route: string, contentType: string) =>
+      new Promise<{ status: number; sentMb: number }>((resolve, reject) => {
+        const chunk = Buffer.alloc(1024 * 1024, 0x20);
+        const req = http.request({ host: "127.0.0.1", port, path: route, method: "POST", headers: { authorization: `Bearer ${TOKEN}`, "content-type": contentType, "content-length": String(300 * chunk.length) } });
+        let sentMb = 0;
+        let answered = false;
+        req.on("response", (res) => {
+          answered = true;
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, sentMb });
+          req.destroy();
+        });
+        req.on("error", (error) => {
+          if (!answered) reject(error);
+        });
+        const pump = () => {
+          while (sentMb < 300 && !answered) {
+            sentMb += 1;
+            if (!req.write(chunk)) return void req.once("drain", pump);
+          }
+          if (!answered) req.end();
+        };
+        pump();
+      });
+    for (const [route, type] of [["/jobs", "application/json"], ["/files", "application/x-ndjson"]] as const) {
+      const answer = await post(route, type);
+      expect({ route, status: answer.status, early: answer.sentMb < 64 }).toEqual({ route, status: 413, early: true });
+    }
+  }, 60_000);
+
   it("caps concurrent metric streams (429 beyond the cap) so that 2,000 of them leave /healthz answering", async () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const deployed = await fetch(`${service.url}/jobs`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ deploymentId: "streams", pipeline }) });

@@ -391,8 +391,10 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       method: "POST",
       pattern: /^\/files$/,
       handle: async (req, res) => {
+        const limit = uploadLimit();
+        if (Number(req.headers["content-length"] ?? "0") > limit) throw new HttpError(413, `the file is larger than the runner's upload limit of ${limit} bytes (KEYFLOW_UPLOAD_MAX_BYTES)`);
         try {
-          const stored = await receiveUpload(req, env.dataDir, uploadLimit());
+          const stored = await receiveUpload(req, env.dataDir, limit);
           log.info(`stored upload ${stored.path}: ${stored.records} records, ${stored.bytes} bytes`);
           send(res, 201, stored);
         } catch (err) {
