@@ -136,7 +136,7 @@ describe("a promotion request between two people, on the record", () => {
     const pat = apiClient(app.url, "pat", "approver");
     // v1 and v2 run as branches of one rule job; it has read the whole input once no partition lags and two more checkpoints completed.
     type Job = { sources: Record<string, { lag: Record<string, number> }>; lastCheckpoint: { id: number } | null };
-    const job = async (runnerJobId: string | null) => (await (await fetch(`${runner.url}/jobs/${runnerJobId}`)).json()) as Job;
+    const job = async (runnerJobId: string | null) => (await (await fetch(`${runner.url}/jobs/${runnerJobId}`, { headers: { authorization: `Bearer ${runner.token}` } })).json()) as Job;
     const caughtUp = async (runnerJobId: string | null) => {
       await expect.poll(async () => Object.values((await job(runnerJobId)).sources.payments?.lag ?? { none: 1 }).every((n) => n === 0), { timeout: 60_000, interval: 250 }).toBe(true);
       const at = (await job(runnerJobId)).lastCheckpoint?.id ?? 0;
@@ -195,7 +195,7 @@ describe("a promotion request between two people, on the record", () => {
     await request2.getByTestId("promotion-enforce").click();
     await expect.poll(async () => approver.page.getByTestId("rollback").textContent(), { timeout: 60_000 }).toContain("Enforcing now: v2");
     // v1's branch stopped at the switch (it does not drop back to shadow): the runner's routing, v1's rows, and the audit say so.
-    const routing = async () => ((await (await fetch(`${runner.url}/jobs/${enforcing1.runnerJobId}/routing`)).json()) as { modes: Record<string, string> }).modes;
+    const routing = async () => ((await (await fetch(`${runner.url}/jobs/${enforcing1.runnerJobId}/routing`, { headers: { authorization: `Bearer ${runner.token}` } })).json()) as { modes: Record<string, string> }).modes;
     expect(await routing()).toEqual({ "1": "stopped", "2": "enforcing" });
     const detail = await pat.pipeline.get.query({ id });
     expect(detail.deployments.filter((d) => d.versionId === v1 && (d.status === "running" || d.status === "pending"))).toEqual([]);

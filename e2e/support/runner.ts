@@ -1,6 +1,7 @@
 // The runner service (`keyflow serve`) for e2e tests that deploy or dry-run: its own free port and
 // throwaway checkpoint and data folders, its log kept as an artifact.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -10,8 +11,15 @@ import { artifactLog } from "./artifacts";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
+/**
+ * The runner always wants a bearer token: every runner of an e2e run takes this one, and every web
+ * app startWebApp starts is handed it (KEYFLOW_RUNNER_TOKEN), as `npm start` does.
+ */
+export const E2E_RUNNER_TOKEN = randomBytes(24).toString("base64url");
+
 export interface TestRunner {
   url: string;
+  token: string;
   stop(): Promise<void>;
 }
 
@@ -34,7 +42,7 @@ export async function startRunner(name: string, env: Record<string, string> = {}
   const { log } = artifactLog(`${name}-runner.log`);
   const child: ChildProcess = spawn(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "serve"], {
     cwd: REPO,
-    env: { ...process.env, RUNNER_PORT: String(port), RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: "", ...env },
+    env: { ...process.env, RUNNER_PORT: String(port), RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), KEYFLOW_STATE_DIR: path.join(dir, "state"), KEYFLOW_RUNNER_TOKEN: E2E_RUNNER_TOKEN, DATABASE_URL: "", KAFKA_BROKERS: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout?.on("data", (b: Buffer) => log(b.toString().trimEnd()));
@@ -53,6 +61,7 @@ export async function startRunner(name: string, env: Record<string, string> = {}
   }
   return {
     url,
+    token: E2E_RUNNER_TOKEN,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once("exit", r));

@@ -1,5 +1,6 @@
 // The web app under test: built once (`next build`, reused while its sources are unchanged) and
-// served with `next start` on a free port. The database is the real PostgreSQL from DATABASE_URL
+// served by its server process (Next behind apps/web/scripts/http-server.ts) on a free port. The
+// database is the real PostgreSQL from DATABASE_URL
 // (`npm test` starts it with scripts/services/start.sh), in a fresh schema per app dropped
 // afterwards; without DATABASE_URL, an embedded PGlite in a fresh temporary folder, removed
 // afterwards. Either way the app starts with no users and creates E2E_ADMIN as its first admin;
@@ -11,6 +12,7 @@ import { createDb, parseDatabaseUrl } from "@keyflow/db";
 import { ensureBuilt, startWebServer, type WebServer } from "@keyflow/web/process";
 import { artifactLog } from "./artifacts";
 import { E2E_ADMIN, registerApp, unregisterApp } from "./auth";
+import { E2E_RUNNER_TOKEN } from "./runner";
 
 /** DATABASE_URL with a schema of its own (`?schema=`), so every app starts with an empty database. */
 function freshSchemaUrl(databaseUrl: string, name: string): { url: string; schema: string } {
@@ -31,6 +33,8 @@ async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
 
 export interface WebApp {
   url: string;
+  /** The server's process id (its own process group: ps -g). */
+  pid: number;
   database: "postgres" | "pglite";
   buildMs: number;
   built: boolean;
@@ -46,7 +50,7 @@ export async function startWebApp(opts: { name?: string; env?: Record<string, st
   const databaseUrl = process.env.DATABASE_URL;
   let pgliteDir: string | undefined;
   let schema: string | undefined;
-  const env: Record<string, string | undefined> = { KEYFLOW_ADMIN_EMAIL: E2E_ADMIN.email, KEYFLOW_ADMIN_PASSWORD: E2E_ADMIN.password, KEYFLOW_ADMIN_NAME: E2E_ADMIN.name, ...opts.env };
+  const env: Record<string, string | undefined> = { KEYFLOW_ADMIN_EMAIL: E2E_ADMIN.email, KEYFLOW_ADMIN_PASSWORD: E2E_ADMIN.password, KEYFLOW_ADMIN_NAME: E2E_ADMIN.name, KEYFLOW_RUNNER_TOKEN: E2E_RUNNER_TOKEN, ...opts.env };
   if (databaseUrl) {
     const fresh = freshSchemaUrl(databaseUrl, opts.name ?? "web");
     env.DATABASE_URL = fresh.url;
@@ -66,6 +70,7 @@ export async function startWebApp(opts: { name?: string; env?: Record<string, st
   registerApp(server.url);
   return {
     url: server.url,
+    pid: server.process.pid ?? 0,
     database: databaseUrl ? "postgres" : "pglite",
     buildMs: build.ms,
     built: build.built,

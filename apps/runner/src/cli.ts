@@ -11,6 +11,7 @@ import { createJobDriver } from "./job/create";
 import { formatSummary } from "./job/summary";
 import { createLogger, errorMessage } from "./log";
 import { loadPipelineFile } from "./pipeline/load";
+import { readRunnerToken } from "./service/token";
 
 const USAGE = `usage:
   keyflow validate <pipeline.json>
@@ -194,10 +195,11 @@ function runnerUrl(flag: string | undefined, env: RunnerEnv): string {
 }
 
 /** Calls the runner's API; an unreachable runner or an error answer prints one line and yields undefined. */
-async function callRunner(base: string, method: string, url: string, body: unknown, command: string): Promise<Record<string, unknown> | undefined> {
+async function callRunner(base: string, method: string, url: string, body: unknown, command: string, env: RunnerEnv): Promise<Record<string, unknown> | undefined> {
   let res: Response;
   try {
-    const token = process.env.KEYFLOW_RUNNER_TOKEN;
+    // The runner's token: KEYFLOW_RUNNER_TOKEN, else the file a local `keyflow serve` generated.
+    const token = process.env.KEYFLOW_RUNNER_TOKEN || (env.stateDir !== undefined ? await readRunnerToken(env.stateDir) : undefined);
     const headers: Record<string, string> = { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
     res = await fetch(`${base}${url}`, { method, headers, body: JSON.stringify(body) });
   } catch (err) {
@@ -219,7 +221,7 @@ async function savepointCommand(args: readonly string[], env: RunnerEnv): Promis
   const jobId = encodeURIComponent(positionals[0]);
   const body = values.dir !== undefined ? { dir: path.resolve(values.dir) } : {};
   const url = values.stop ? `/jobs/${jobId}/stop?savepoint=true` : `/jobs/${jobId}/savepoint`;
-  const json = await callRunner(runnerUrl(values.runner, env), "POST", url, body, "savepoint");
+  const json = await callRunner(runnerUrl(values.runner, env), "POST", url, body, "savepoint", env);
   if (!json) return 1;
   process.stdout.write(`${String(json.path ?? json.savepointPath)}\n`);
   return 0;
@@ -257,6 +259,7 @@ async function restoreCommand(args: readonly string[], env: RunnerEnv): Promise<
       ...(values["allow-non-restored-state"] ? { allowNonRestoredState: true } : {}),
     },
     "restore",
+    env,
   );
   if (!json) return 1;
   process.stdout.write(`job "${deploymentId}" deployed from ${path.resolve(savepoint)}${parallelism !== undefined ? ` at parallelism ${parallelism}` : ""} (${String(json.status)})\n`);

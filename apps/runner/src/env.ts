@@ -7,8 +7,15 @@ const envSchema = z.object({
   KAFKA_BROKERS: z.string().optional(),
   RUNNER_PORT: z.coerce.number().int().min(0).max(65_535).default(8081),
   RUNNER_HOST: z.string().min(1).default("127.0.0.1"),
-  /** Bearer token the job-control API requires (all but /healthz and /metrics); unset: loopback only. */
+  /** Bearer token the job-control API requires (all but /healthz and /metrics); unset: `keyflow serve` generates one. */
   KEYFLOW_RUNNER_TOKEN: z.string().min(16, { error: "must be at least 16 characters" }).optional(),
+  /** Host names (comma-separated) the API answers besides localhost, 127.0.0.1, [::1] and RUNNER_HOST. */
+  KEYFLOW_RUNNER_ALLOWED_HOSTS: z.string().optional(),
+  /** Concurrent metric streams (SSE), in all and per client address. */
+  KEYFLOW_RUNNER_MAX_STREAMS: z.coerce.number().int().min(1).default(256),
+  KEYFLOW_RUNNER_MAX_STREAMS_PER_CLIENT: z.coerce.number().int().min(1).default(32),
+  /** The runner's own files (the generated token); default .keyflow. */
+  KEYFLOW_STATE_DIR: z.string().optional(),
   DATABASE_URL: z.string().optional(),
   /** Where the service keeps each job's checkpoints (one folder per job). */
   KEYFLOW_CHECKPOINT_ROOT: z.string().optional(),
@@ -30,8 +37,15 @@ export interface RunnerEnv {
   kafkaBrokers: readonly string[] | undefined;
   runnerPort: number;
   runnerHost: string;
-  /** KEYFLOW_RUNNER_TOKEN; undefined: no token, and the service refuses to listen beyond loopback. */
+  /** KEYFLOW_RUNNER_TOKEN; undefined: the service generates one into `<stateDir>/runner-token`. */
   runnerToken?: string;
+  /** Host header names answered besides loopback's and runnerHost (KEYFLOW_RUNNER_ALLOWED_HOSTS), lower case, no port. */
+  allowedHosts?: readonly string[];
+  /** KEYFLOW_RUNNER_MAX_STREAMS / _PER_CLIENT: concurrent metric streams; beyond them, 429. */
+  maxStreams?: number;
+  maxStreamsPerClient?: number;
+  /** KEYFLOW_STATE_DIR (default .keyflow): where `runner-token` is written when no token is set. */
+  stateDir?: string;
   databaseUrl: string | undefined;
   checkpointRoot: string;
   dataDir: string;
@@ -61,6 +75,10 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env, cwd: string = p
     runnerPort: e.RUNNER_PORT,
     runnerHost: e.RUNNER_HOST,
     ...(e.KEYFLOW_RUNNER_TOKEN !== undefined && e.KEYFLOW_RUNNER_TOKEN !== "" ? { runnerToken: e.KEYFLOW_RUNNER_TOKEN } : {}),
+    allowedHosts: (e.KEYFLOW_RUNNER_ALLOWED_HOSTS ?? "").split(",").map((h) => h.trim().toLowerCase()).filter((h) => h !== ""),
+    maxStreams: e.KEYFLOW_RUNNER_MAX_STREAMS,
+    maxStreamsPerClient: e.KEYFLOW_RUNNER_MAX_STREAMS_PER_CLIENT,
+    stateDir: path.resolve(cwd, e.KEYFLOW_STATE_DIR ?? ".keyflow"),
     databaseUrl: e.DATABASE_URL === "" ? undefined : e.DATABASE_URL,
     checkpointRoot: path.resolve(cwd, e.KEYFLOW_CHECKPOINT_ROOT ?? ".keyflow/checkpoints"),
     dataDir,

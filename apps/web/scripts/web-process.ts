@@ -13,12 +13,23 @@ export const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url))
 const REPO_DIR = path.resolve(WEB_DIR, "..", "..");
 const STAMP_FILE = path.join(WEB_DIR, ".next", "keyflow-build-stamp.json");
 const NEXT_BIN = createRequire(import.meta.url).resolve("next/dist/bin/next");
+/** The server process: Next behind the front that caps bodies and stamps the client address. */
+const SERVER_SCRIPT = path.join(WEB_DIR, "scripts", "http-server.ts");
+
+/**
+ * Where the web app listens: HOST, else KEYFLOW_WEB_HOST (its former name, still read), else
+ * 127.0.0.1, so a default start is reachable from this machine only.
+ */
+export function listenHost(env: Record<string, string | undefined> = process.env): string {
+  return env.HOST?.trim() || env.KEYFLOW_WEB_HOST?.trim() || "127.0.0.1";
+}
 
 /** What a production build depends on (beside node_modules, covered by the lockfile). */
 const BUILD_INPUTS = [
   "apps/web/src",
   "apps/web/public",
   "apps/web/next.config.ts",
+  "apps/web/scripts/http-server.ts",
   "apps/web/tsconfig.json",
   "apps/web/package.json",
   "packages/operators/src",
@@ -116,7 +127,7 @@ export interface WebServer {
 }
 
 /**
- * `next start` on a port, resolved once the API answers. Environment variables (DATABASE_URL,
+ * The web app's server (scripts/http-server.ts, Next behind its front) on a port, resolved once the API answers. Environment variables (DATABASE_URL,
  * KEYFLOW_PGLITE_DIR, RUNNER_URL) pass through `env`.
  */
 export async function startWebServer(
@@ -133,9 +144,9 @@ export async function startWebServer(
   const port = opts.port ?? (await freePort());
   const host = opts.host ?? "127.0.0.1";
   const log = opts.log ?? (() => undefined);
-  const child = spawn(process.execPath, [NEXT_BIN, "start", "--port", String(port), "--hostname", host], {
+  const child = spawn(process.execPath, ["--import", "tsx", SERVER_SCRIPT], {
     cwd: WEB_DIR,
-    env: nextEnv({ NODE_ENV: "production", ...opts.env }),
+    env: nextEnv({ NODE_ENV: "production", ...opts.env, PORT: String(port), HOST: host }),
     stdio: ["ignore", "pipe", "pipe"],
     detached: opts.ownProcessGroup ?? false,
   });
@@ -145,10 +156,10 @@ export async function startWebServer(
   };
   child.stdout?.on("data", (chunk: Buffer) => chunk.toString().split("\n").filter((l) => l.trim()).forEach(log));
   child.stderr?.on("data", (chunk: Buffer) => chunk.toString().split("\n").filter((l) => l.trim()).forEach(log));
-  const exited = new Promise<never>((_, reject) => child.once("exit", (code, signal) => reject(new Error(`next start exited early (${signal ?? `exit ${code}`})`))));
+  const exited = new Promise<never>((_, reject) => child.once("exit", (code, signal) => reject(new Error(`the web server exited early (${signal ?? `exit ${code}`})`))));
   exited.catch(() => undefined);
 
-  const url = `http://${host}:${port}`;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
     const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -169,7 +180,7 @@ export async function startWebServer(
         exited,
       ]);
       if (ready) break;
-      if (Date.now() > deadline) throw new Error(`next start did not answer on ${url} within ${opts.readyTimeoutMs ?? 60_000} ms`);
+      if (Date.now() > deadline) throw new Error(`the web server did not answer on ${url} within ${opts.readyTimeoutMs ?? 60_000} ms`);
       await new Promise((r) => setTimeout(r, 250));
     }
   } catch (error) {

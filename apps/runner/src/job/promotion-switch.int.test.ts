@@ -27,7 +27,7 @@ const kafka = new Kafka({ clientId: `keyflow-ps-${run}`, brokers: [...brokers], 
 const dir = mkdtempSync(path.join(tmpdir(), "keyflow-ps-"));
 let admin: Admin;
 let service: RunnerService;
-const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service.url, method, url, body);
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 /** Recent event times: the broker deletes by message timestamp (24 h retention in `npm run services`). */
 const T0 = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
 

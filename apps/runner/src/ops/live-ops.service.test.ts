@@ -24,11 +24,11 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 async function post(url: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(`${service.url}${url}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${service.url}${url}`, { method: "POST", headers: { authorization: `Bearer ${service.token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }
 
-const watch = <T>(jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined) => watchStream(service.url, jobId, what, check);
+const watch = <T>(jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined) => watchStream(service, jobId, what, check);
 
 function pipeline(name: string, parallelism: number) {
   return {
@@ -82,11 +82,11 @@ describe.each([1, 2])("live operations, parallelism %i", (parallelism) => {
     } else expect(free.skew).toEqual([]);
 
     // The drill-down tap: the last records into the sink.
-    const taps = (await (await fetch(`${service.url}/jobs/${id}/nodes/out/taps`)).json()) as { records: Array<{ value: Record<string, unknown> }>; recordsSeen: number };
+    const taps = (await (await fetch(`${service.url}/jobs/${id}/nodes/out/taps`, { headers: { authorization: `Bearer ${service.token}` } })).json()) as { records: Array<{ value: Record<string, unknown> }>; recordsSeen: number };
     expect(taps.records.length).toBe(20);
     expect(taps.recordsSeen).toBeGreaterThan(20);
     expect(taps.records[0]?.value).toHaveProperty("cardId");
-    expect((await fetch(`${service.url}/jobs/${id}/nodes/nope/taps`)).status).toBe(404);
+    expect((await fetch(`${service.url}/jobs/${id}/nodes/nope/taps`, { headers: { authorization: `Bearer ${service.token}` } })).status).toBe(404);
 
     // Prometheus: the checkpoint timeout, and every node's busy and backpressured time.
     const prom = await (await fetch(`${service.url}/metrics`)).text();
@@ -111,7 +111,7 @@ describe.each([1, 2])("live operations, parallelism %i", (parallelism) => {
     expect((await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: null })).json).toEqual({ jobId: id, throttles: { out: null } });
     await watch(id, "the backpressure gone once the throttle is lifted", (s) => ((s.nodes["payments"]?.backPressuredTimeMsPerSecond ?? 1000) <= 100 && (s.nodes["out"]?.busyTimeMsPerSecond ?? 1000) < 500 ? s : undefined));
 
-    const stopped = await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" });
+    const stopped = await fetch(`${service.url}/jobs/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${service.token}` } });
     expect(stopped.status).toBe(200);
   }, 150_000); // past watchStream's 60 s per condition, so that a slow machine fails on the condition it names
 });
@@ -129,7 +129,7 @@ describe("skew of a parallel job", () => {
     expect(skewed.skewedSubtasks).toEqual([skewed.records.findIndex((r) => r > 0)]);
     expect(skewed.hotKeys[0]).toMatchObject({ subtask: skewed.skewedSubtasks[0] });
     expect(skewed.hotKeys[0]?.share).toBeGreaterThan(0.5);
-    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${service.token}` } })).status).toBe(200);
   }, 90_000);
 });
 
@@ -146,6 +146,6 @@ describe("failed checkpoints of a parallel job", () => {
     const prom = await (await fetch(`${service.url}/metrics`)).text();
     expect(prom).toMatch(new RegExp(`^keyflow_checkpoints_failed_total\\{job="${id}"\\} [1-9]\\d*$`, "m"));
     expect(prom).toMatch(new RegExp(`^keyflow_checkpoint_timeout_milliseconds\\{job="${id}"\\} 1$`, "m"));
-    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${service.token}` } })).status).toBe(200);
   }, 90_000);
 });

@@ -72,11 +72,11 @@ describe("a Kafka source's partitions on the live stream", () => {
       ],
       edges: [{ from: "payments", to: "out" }],
     };
-    const post = (url: string, body: unknown) => fetch(`${service.url}${url}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const post = (url: string, body: unknown) => fetch(`${service.url}${url}`, { method: "POST", headers: { authorization: `Bearer ${service.token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
     expect((await post("/jobs", { deploymentId: id, pipeline })).status).toBe(201);
     expect((await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: 50 })).status).toBe(200);
 
-    const lagging = await watchStream(service.url, id, "lag on partitions 0 and 1, partition 2 idle", (s) => {
+    const lagging = await watchStream(service, id, "lag on partitions 0 and 1, partition 2 idle", (s) => {
       const parts = s.sourcePartitions["payments"]?.partitions ?? [];
       const [p0, p1, p2] = [0, 1, 2].map((n) => parts.find((p) => p.partition === n));
       return p0 && p1 && p2 && (p0.lag ?? 0) > 0 && (p1.lag ?? 0) > 0 && p0.records > 0 && p2.idle && p2.records === 0 ? s : undefined;
@@ -90,7 +90,7 @@ describe("a Kafka source's partitions on the live stream", () => {
     expect(p0?.watermark).toBeLessThanOrEqual(Date.UTC(2026, 0, 1) + ((p0?.records ?? 0) - 1) * 10 - 10_001);
 
     expect((await post(`/jobs/${id}/nodes/out/throttle`, { recordsPerSecond: null })).status).toBe(200);
-    const drained = await watchStream(service.url, id, "every record read and no lag", (s) => {
+    const drained = await watchStream(service, id, "every record read and no lag", (s) => {
       const parts = s.sourcePartitions["payments"]?.partitions ?? [];
       const read = parts.filter((p) => p.partition < 2);
       return read.length === 2 && read.every((p) => p.lag === 0 && p.records === PER_PARTITION) ? s : undefined;
@@ -99,10 +99,10 @@ describe("a Kafka source's partitions on the live stream", () => {
     // Every record parsed: each partition's watermark is its last event time − maxOutOfOrderness − 1;
     // the empty partition has none.
     const last = Date.UTC(2026, 0, 1) + (PER_PARTITION - 1) * 10 - 10_001;
-    await watchStream(service.url, id, "partition watermarks at the last event time", (s) => {
+    await watchStream(service, id, "partition watermarks at the last event time", (s) => {
       const wms = s.sourcePartitions["payments"]?.partitions.map((p) => p.watermark);
       return wms?.[0] === last && wms[1] === last && wms[2] === null ? s : undefined;
     });
-    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await fetch(`${service.url}/jobs/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${service.token}` } })).status).toBe(200);
   });
 });

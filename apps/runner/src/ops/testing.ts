@@ -3,8 +3,8 @@
 import { eventually } from "../../test/run-cli";
 import type { LiveSnapshot } from "../service/http";
 
-export async function watchStream<T>(serviceUrl: string, jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined, timeoutMs = 60_000): Promise<T> {
-  const res = await fetch(`${serviceUrl}/jobs/${jobId}/metrics/stream`);
+export async function watchStream<T>(service: { url: string; token: string }, jobId: string, what: string, check: (s: LiveSnapshot) => T | undefined, timeoutMs = 60_000): Promise<T> {
+  const res = await fetch(`${service.url}/jobs/${jobId}/metrics/stream`, { headers: { authorization: `Bearer ${service.token}` } });
   const reader = res.body?.getReader();
   if (!reader) throw new Error("no body");
   let text = "";

@@ -70,7 +70,7 @@ const pipeline = {
 describe("POST /dry-run with the last N records of a topic", () => {
   it("samples the newest N across partitions, in event-time order", async () => {
     const groupsBefore = (await admin.listGroups()).groups.map((g) => g.groupId);
-    const res = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pipeline, records: { lastN: 10 } }) });
+    const res = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { authorization: `Bearer ${service.token}`, "content-type": "application/json" }, body: JSON.stringify({ pipeline, records: { lastN: 10 } }) });
     const body = (await res.json()) as DryRunResult & { error?: string };
     expect(res.status, body.error).toBe(200);
     expect(body.inputs).toEqual({ payments: { records: 10, label: `kafka:${TOPIC}` } });
@@ -88,9 +88,9 @@ describe("POST /dry-run with the last N records of a topic", () => {
   }, 60_000);
 
   it("reads a whole small topic when N is larger, and names a missing topic", async () => {
-    const all = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pipeline, records: { lastN: 1_000 } }) });
+    const all = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { authorization: `Bearer ${service.token}`, "content-type": "application/json" }, body: JSON.stringify({ pipeline, records: { lastN: 1_000 } }) });
     expect(((await all.json()) as DryRunResult).inputs.payments?.records).toBe(40);
-    const missing = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pipeline, records: { topic: `it-${run}-nope`, lastN: 5 } }) });
+    const missing = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { authorization: `Bearer ${service.token}`, "content-type": "application/json" }, body: JSON.stringify({ pipeline, records: { topic: `it-${run}-nope`, lastN: 5 } }) });
     expect(missing.status).toBe(502);
     expect(((await missing.json()) as { error: string }).error).toMatch(/does not exist/);
   }, 60_000);

@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 async function post<T>(body: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${service.url}/dry-run`, { method: "POST", headers: { authorization: `Bearer ${service.token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
   return { status: res.status, json: (await res.json()) as T };
 }
 
@@ -61,7 +61,7 @@ describe("POST /dry-run", () => {
     expect(r.json.alerts.items[0]?.evidence.map((e) => e.id)).toEqual(["a", "c"]);
     expect(r.json.deadLetters).toEqual({ count: 0, items: [] });
     // nothing was deployed
-    expect((await (await fetch(`${service.url}/jobs`)).json()) as unknown).toEqual({ jobs: [] });
+    expect((await (await fetch(`${service.url}/jobs`, { headers: { authorization: `Bearer ${service.token}` } })).json()) as unknown).toEqual({ jobs: [] });
   });
 
   it("refuses an invalid pipeline with the problems, naming the node", async () => {

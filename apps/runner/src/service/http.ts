@@ -87,7 +87,10 @@ function parseJson(text: string): unknown {
   }
 }
 
+/** The body as text, refused (413) past `maxBytes`: at once when Content-Length says so, else as it streams in. */
 async function readBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<string> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > maxBytes) throw new HttpError(413, `request body larger than ${maxBytes} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -237,6 +240,10 @@ export interface RunnerHttpOptions {
 export function createRunnerServer(o: RunnerHttpOptions): Server {
   const { jobs, registry, env, log } = o;
   const streamIntervalMs = o.streamIntervalMs ?? 1_000;
+  const token = env.runnerToken;
+  if (token === undefined) throw new Error("the runner's API needs a bearer token (createRunnerService generates one when KEYFLOW_RUNNER_TOKEN is unset)");
+  const hosts = allowedHosts(env);
+  const streams = new StreamSlots(env.maxStreams ?? 256, env.maxStreamsPerClient ?? 32);
 
   const routes: { method: string; pattern: RegExp; handle: (req: IncomingMessage, res: ServerResponse, params: string[]) => Promise<void> | void }[] = [
     {
@@ -385,14 +392,14 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       method: "POST",
       pattern: /^\/files$/,
       handle: async (req, res) => {
+        const limit = uploadLimit();
+        if (Number(req.headers["content-length"] ?? "0") > limit) throw new HttpError(413, `the file is larger than the runner's upload limit of ${limit} bytes (KEYFLOW_UPLOAD_MAX_BYTES)`);
         try {
-          const stored = await receiveUpload(req, env.dataDir, uploadLimit());
+          const stored = await receiveUpload(req, env.dataDir, limit);
           log.info(`stored upload ${stored.path}: ${stored.records} records, ${stored.bytes} bytes`);
           send(res, 201, stored);
         } catch (err) {
           if (!(err instanceof UploadRefusedError)) throw err;
-          // Past the limit the rest is not read: the connection closes after the answer.
-          if (err.status === 413) res.setHeader("connection", "close");
           throw new HttpError(err.status, err.message);
         }
       },
@@ -555,6 +562,11 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       pattern: /^\/jobs\/([^/]+)\/metrics\/stream$/,
       handle: (req, res, [id]) => {
         const job = requireJob(id);
+        // Each stream costs a timer and a snapshot a second: their number is capped, per client too.
+        const client = req.socket.remoteAddress ?? "unknown";
+        const refusal = streams.take(client);
+        if (refusal !== undefined) throw new HttpError(429, refusal);
+        req.on("close", () => streams.release(client));
         res.writeHead(200, {
           "content-type": "text/event-stream; charset=utf-8",
           "cache-control": "no-cache",
@@ -620,7 +632,7 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
   return createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://runner");
     const method = req.method ?? "GET";
-    const refused = refuseRequest(req, url.pathname, method, env.runnerToken);
+    const refused = refuseRequest(req, url.pathname, method, token, hosts);
     if (refused) {
       send(res, refused.status, { error: refused.error });
       return;
@@ -637,6 +649,8 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       .then(() => route.handle(req, res, params))
       .catch((err: unknown) => {
         if (err instanceof HttpError) {
+          // The unread rest of a refused body is not waited for: the connection closes after the answer.
+          if (err.status === 413) res.setHeader("connection", "close");
           send(res, err.status, { error: err.message, ...err.body });
           return;
         }
@@ -647,19 +661,59 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
   });
 }
 
+/** The names a request's Host may carry: loopback's, the bound host's and KEYFLOW_RUNNER_ALLOWED_HOSTS. */
+export function allowedHosts(env: Pick<RunnerEnv, "runnerHost" | "allowedHosts">): Set<string> {
+  const bound = env.runnerHost.toLowerCase();
+  return new Set(["localhost", "127.0.0.1", "[::1]", bound.includes(":") && !bound.startsWith("[") ? `[${bound}]` : bound, ...(env.allowedHosts ?? [])]);
+}
+
+/** Concurrent metric streams, in all and per client address. */
+class StreamSlots {
+  private total = 0;
+  private readonly perClient = new Map<string, number>();
+  constructor(
+    private readonly max: number,
+    private readonly maxPerClient: number,
+  ) {}
+
+  /** undefined when a slot was taken, else why not. */
+  take(client: string): string | undefined {
+    const mine = this.perClient.get(client) ?? 0;
+    if (mine >= this.maxPerClient) return `too many metric streams from ${client} (${this.maxPerClient}, KEYFLOW_RUNNER_MAX_STREAMS_PER_CLIENT): close one first`;
+    if (this.total >= this.max) return `too many metric streams on this runner (${this.max}, KEYFLOW_RUNNER_MAX_STREAMS): try again later`;
+    this.total += 1;
+    this.perClient.set(client, mine + 1);
+    return undefined;
+  }
+
+  release(client: string): void {
+    const mine = this.perClient.get(client) ?? 0;
+    if (mine <= 0) return;
+    this.total -= 1;
+    if (mine === 1) this.perClient.delete(client);
+    else this.perClient.set(client, mine - 1);
+  }
+}
+
 /**
  * The job-control API's guard. No browser talks to the runner (the web app calls it from its server),
  * so there is no CORS: a page on another site cannot read it, and requiring `application/json` on
  * POST keeps a cross-site form or `text/plain` post (which skips the preflight) from deploying or
- * stopping a job. With KEYFLOW_RUNNER_TOKEN set, every route but the probes wants the bearer token.
+ * stopping a job. A page that rebinds its own DNS name to this machine still sends its name as Host,
+ * so only the runner's names are answered (421), probes included. Every route but the probes wants
+ * the bearer token.
  */
-export function refuseRequest(req: IncomingMessage, pathname: string, method: string, token: string | undefined): { status: number; error: string } | undefined {
+export function refuseRequest(req: IncomingMessage, pathname: string, method: string, token: string, hosts: ReadonlySet<string>): { status: number; error: string } | undefined {
+  const host = (req.headers.host ?? "").toLowerCase().replace(/:\d*$/, "");
+  if (!hosts.has(host)) {
+    return { status: 421, error: `Host "${host}" is not one of this runner's names (${[...hosts].join(", ")}); add it to KEYFLOW_RUNNER_ALLOWED_HOSTS if it is` };
+  }
   const probe = method === "GET" && (pathname === "/healthz" || pathname === "/metrics");
-  if (token !== undefined && !probe) {
+  if (!probe) {
     const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
     const a = Buffer.from(given);
     const b = Buffer.from(token);
-    if (a.length !== b.length || !timingSafeEqual(a, b)) return { status: 401, error: "missing or wrong bearer token (the runner's KEYFLOW_RUNNER_TOKEN)" };
+    if (a.length !== b.length || !timingSafeEqual(a, b)) return { status: 401, error: "missing or wrong bearer token (KEYFLOW_RUNNER_TOKEN, or the runner-token file `keyflow serve` writes in its state folder)" };
   }
   // An upload is the one body that is not JSON: JSON lines, under their own type.
   const bodyType = method === "POST" && pathname === "/files" ? "application/x-ndjson" : "application/json";

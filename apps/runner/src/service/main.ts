@@ -11,6 +11,7 @@ import { createRunnerServer } from "./http";
 import { JobManager } from "./jobs";
 import { PostgresJobReporter } from "./postgres-reporter";
 import { createMetricsRegistry } from "./metrics";
+import { generateRunnerToken } from "./token";
 
 export interface RunnerService {
   server: Server;
@@ -18,6 +19,8 @@ export interface RunnerService {
   /** The bound port (useful with RUNNER_PORT=0). */
   port: number;
   url: string;
+  /** The bearer token the API wants: KEYFLOW_RUNNER_TOKEN, else the one generated at this start. */
+  token: string;
   close(): Promise<void>;
 }
 
@@ -36,13 +39,19 @@ export async function createRunnerService(env: RunnerEnv, log: Logger = createLo
     if (applied.applied.length > 0) log.info(`applied migrations: ${applied.applied.join(", ")}`);
     reporter = new PostgresJobReporter(opened.prisma, log.child("postgres"));
   }
-  if (env.runnerToken === undefined && !isLoopback(env.runnerHost)) {
-    await db?.close();
-    throw new Error(`RUNNER_HOST=${env.runnerHost} would expose the job-control API beyond this machine without a token: set KEYFLOW_RUNNER_TOKEN (at least 16 characters) or listen on 127.0.0.1`);
+  // Always a token: without KEYFLOW_RUNNER_TOKEN, a fresh one per start, in a file only this user reads.
+  let token = env.runnerToken;
+  if (token === undefined) {
+    const generated = await generateRunnerToken(env.stateDir ?? path.resolve(".keyflow")).catch(async (err: unknown) => {
+      await db?.close();
+      throw err;
+    });
+    token = generated.token;
+    log.info(`no KEYFLOW_RUNNER_TOKEN: generated the API's bearer token into ${generated.file} (0600); clients send it as Authorization: Bearer <token>`);
   }
   const jobs = new JobManager(env, log, { ...opts, ...(reporter ? { events: reporter } : {}) });
   const registry = createMetricsRegistry(jobs);
-  const server = createRunnerServer({ jobs, registry, env, log });
+  const server = createRunnerServer({ jobs, registry, env: { ...env, runnerToken: token }, log });
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -63,6 +72,7 @@ export async function createRunnerService(env: RunnerEnv, log: Logger = createLo
     jobs,
     port,
     url: `http://${host}:${port}`,
+    token,
     async close() {
       await jobs.stopAll();
       server.closeAllConnections();
@@ -126,8 +136,4 @@ export async function startRunnerService(o: { env: RunnerEnv; deployFiles: reado
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
   });
-}
-
-function isLoopback(host: string): boolean {
-  return host === "localhost" || host === "::1" || /^127\./.test(host);
 }

@@ -48,7 +48,8 @@ async function deployment(name: string, graph: unknown): Promise<string> {
 async function api<T>(method: string, route: string, body?: unknown): Promise<{ status: number; json: T }> {
   const res = await fetch(`${service.url}${route}`, {
     method,
-    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    headers: { authorization: `Bearer ${service.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: (await res.json()) as T };
 }

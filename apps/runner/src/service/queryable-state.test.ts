@@ -26,7 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => service?.close());
 
-const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service.url, method, url, body);
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 
 const pipeline = (parallelism: number) => ({
   format: "keyflow.pipeline/v1",

@@ -55,7 +55,7 @@ function readCommitted(topic: string): Promise<string[]> {
   return readCommittedTopic(kafka, admin, topic);
 }
 
-const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service.url, method, url, body);
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 
 async function finished(id: string): Promise<JobView> {
   return eventually(async () => {
@@ -109,7 +109,7 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
 
     // A savepoint of the running job (`keyflow savepoint`, over POST /jobs/:id/savepoint): a
     // complete, committed checkpoint folder of its own.
-    const sp = await runCli(["savepoint", `sp-${run}-a`, "--runner", service.url, "--dir", path.join(dir, "checkpoints", "savepoints")]);
+    const sp = await runCli(["savepoint", `sp-${run}-a`, "--runner", service.url, "--dir", path.join(dir, "checkpoints", "savepoints")], { env: { KEYFLOW_RUNNER_TOKEN: service.token } });
     expect(sp.code, sp.stderr).toBe(0);
     const spPath = sp.stdout.trim();
     expect(spPath.startsWith(path.join(dir, "checkpoints", "savepoints", "savepoint-"))).toBe(true);
@@ -137,7 +137,7 @@ describe("savepoints, restore and rescale through the HTTP API", () => {
     const p3 = `sp-${run}-p3`;
     const p3File = path.join(dir, "p3.json");
     writeFileSync(p3File, JSON.stringify(pipeline(p3)));
-    const cli = await runCli(["restore", savepoint, p3File, "--runner", service.url, "--job-id", p3, "--parallelism", "3"]);
+    const cli = await runCli(["restore", savepoint, p3File, "--runner", service.url, "--job-id", p3, "--parallelism", "3"], { env: { KEYFLOW_RUNNER_TOKEN: service.token } });
     expect(cli.code, cli.stderr).toBe(0);
     expect(cli.stdout).toContain(`job "${p3}" deployed from ${savepoint} at parallelism 3`);
     await finished(p3);

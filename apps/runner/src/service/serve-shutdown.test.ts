@@ -10,7 +10,7 @@ describe("keyflow serve", () => {
   it("stops on SIGTERM after the reader of its stdout and stderr went away (every later write fails with EPIPE)", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "keyflow-serve-"));
     const { child, done } = startCli(["serve"], {
-      env: { RUNNER_PORT: "0", RUNNER_HOST: "127.0.0.1", KEYFLOW_LOG_LEVEL: "info", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), DATABASE_URL: "", KAFKA_BROKERS: "" },
+      env: { RUNNER_PORT: "0", RUNNER_HOST: "127.0.0.1", KEYFLOW_LOG_LEVEL: "info", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "ckpt"), KEYFLOW_DATA_DIR: path.join(dir, "data"), KEYFLOW_STATE_DIR: path.join(dir, "state"), DATABASE_URL: "", KAFKA_BROKERS: "" },
     });
     let seen = "";
     child.stderr?.on("data", (d: string) => (seen += d));

@@ -26,7 +26,8 @@ afterAll(() => service?.close());
 async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
   const res = await fetch(`${service.url}${url}`, {
     method,
-    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    headers: { authorization: `Bearer ${service.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: (await res.json()) as T };
 }
@@ -79,7 +80,7 @@ describe("runner service", () => {
     expect(list.json.jobs.map((j) => j.id)).toEqual(["demo-1"]);
 
     // Live figures for the canvas: server-sent events, one snapshot per interval.
-    const res = await fetch(`${service.url}/jobs/demo-1/metrics/stream`);
+    const res = await fetch(`${service.url}/jobs/demo-1/metrics/stream`, { headers: { authorization: `Bearer ${service.token}` } });
     expect(res.headers.get("content-type")).toMatch(/text\/event-stream/);
     const reader = res.body?.getReader();
     if (!reader) throw new Error("no body");

@@ -3,7 +3,7 @@
 export interface ServerEnv {
   /** The runner's HTTP API (POST /jobs, GET /jobs/:id). */
   runnerUrl: string;
-  /** KEYFLOW_RUNNER_TOKEN: the runner's bearer token, sent on every call; unset: none (a loopback runner). */
+  /** KEYFLOW_RUNNER_TOKEN: the runner's bearer token, sent on every call (the runner always wants one; `npm start` hands it over). */
   runnerToken?: string | undefined;
   /** KAFKA_BROKERS: the shadow/enforcement comparison reads alert topics there; unset, it says so. */
   kafkaBrokers?: string[] | undefined;

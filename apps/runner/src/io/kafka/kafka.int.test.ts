@@ -160,7 +160,7 @@ afterAll(async () => {
   await admin?.disconnect();
 });
 
-const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service.url, method, url, body);
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 
 describe("the services' broker (scripts/services/start.sh)", () => {
   it("never deletes by time: sinks stamp messages with event time, and the tests' events are dated 2026-01-01", async () => {

@@ -41,11 +41,11 @@ export async function readCommitted(kafka: Kafka, admin: Admin, topic: string, s
   return sorted ? out.sort() : out;
 }
 
-/** A JSON request to the runner's HTTP API at `baseUrl`: the status and the parsed body. */
-export async function requestJson<T>(baseUrl: string, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${baseUrl}${url}`, {
+/** A JSON request to the runner's HTTP API (with its bearer token): the status and the parsed body. */
+export async function requestJson<T>(runner: { url: string; token: string }, method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
+  const res = await fetch(`${runner.url}${url}`, {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: { authorization: `Bearer ${runner.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, json: (await res.json()) as T };

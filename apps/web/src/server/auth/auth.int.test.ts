@@ -64,10 +64,17 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
 
   const codeOf = (body: unknown) => (body as { error?: { json?: { data?: { code?: string } } } }).error?.json?.data?.code;
 
-  async function login(email: string, password = PASSWORD): Promise<Response> {
+  /** `address`: the client address the web server's front (scripts/http-server.ts) would have stamped. */
+  async function login(email: string, password = PASSWORD, address = "127.0.0.1"): Promise<Response> {
     const post = loginRoute.POST;
     if (!post) throw new Error("no POST /api/auth/login");
-    return post(new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers: { host: "localhost:3000", origin: ORIGIN, "content-type": "application/json", "x-keyflow-csrf": "1" }, body: JSON.stringify({ email, password }) }));
+    return post(
+      new Request(`${ORIGIN}/api/auth/login`, {
+        method: "POST",
+        headers: { host: "localhost:3000", origin: ORIGIN, "content-type": "application/json", "x-keyflow-csrf": "1", "x-keyflow-client-address": address },
+        body: JSON.stringify({ email, password }),
+      }),
+    );
   }
 
   async function user(email: string, role: UserRole) {
@@ -336,15 +343,58 @@ describe("people, permissions and the audit trail (PostgreSQL)", () => {
     ]);
   });
 
-  it("refuses further sign-ins for an email after 10 failures in 15 minutes, even with the right password", async () => {
+  it("slows a guesser down with growing delays per address (try again in N s), never evaluating a refused attempt", async () => {
     await user("target@bank.test", "analyst");
-    for (let i = 0; i < 10; i++) expect((await login("target@bank.test", `guess ${i}`)).status).toBe(401);
-    const locked = await login("target@bank.test");
-    expect(locked.status).toBe(429);
-    expect(locked.headers.get("retry-after")).toBe("900");
-    expect(locked.headers.getSetCookie()).toEqual([]);
+    const guesser = "192.0.2.44";
+    for (let i = 0; i < 10; i++) expect((await login("target@bank.test", `guess ${i}`, guesser)).status).toBe(401);
+    const delayed = await login("target@bank.test", `guess 10`, guesser);
+    expect(delayed.status).toBe(429);
+    expect((await delayed.json()) as unknown).toEqual({ error: { message: expect.stringMatching(/^too many failed sign-ins; try again in \d+ s$/) } });
+    expect(Number(delayed.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(delayed.headers.getSetCookie()).toEqual([]);
+    // Refused attempts were not evaluated: ten failures on the trail, not eleven.
+    expect(await db.prisma.auditEvent.count({ where: { action: "login_failed", subjectId: "target@bank.test" } })).toBe(10);
     // Others are not affected.
     expect((await login("pat@bank.test")).status).toBe(200);
+  });
+
+  it("100 parallel wrong passwords: at most the limit are evaluated, and the owner still signs in from their own address", async () => {
+    await user("owner@bank.test", "approver");
+    const home = "10.1.2.3";
+    const stranger = "203.0.113.9";
+    expect((await login("owner@bank.test", PASSWORD, home)).status).toBe(200);
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => login("owner@bank.test", `wrong ${i}`, stranger)));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    const evaluated = await db.prisma.auditEvent.count({ where: { action: "login_failed", subjectId: "owner@bank.test" } });
+    expect({ evaluated, refused: statuses.filter((s) => s === 429).length }).toEqual({ evaluated: statuses.filter((s) => s === 401).length, refused: 100 - evaluated });
+    expect(evaluated).toBeLessThanOrEqual(10);
+    // The stranger stays delayed, even with the right password; so does any address the owner never signed in from.
+    expect((await login("owner@bank.test", PASSWORD, stranger)).status).toBe(429);
+    expect((await login("owner@bank.test", PASSWORD, "198.51.100.7")).status).toBe(429);
+    // The owner, from the address they signed in from before, gets in.
+    const owner = await login("owner@bank.test", PASSWORD, home);
+    expect(owner.status).toBe(200);
+    expect(owner.headers.getSetCookie()[0]).toMatch(/^__Host-keyflow_session=/);
+  });
+
+  it("stops reading a body without Content-Length at the route's cap (413), on sign-in and on tRPC", async () => {
+    /** A 300 MB body made on demand, counting what the route pulled. */
+    const huge = () => {
+      const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+      const stream = { pulled: 0, body: new ReadableStream<Uint8Array>({ pull: (c) => void (stream.pulled++ < 300 ? c.enqueue(chunk) : c.close()) }) };
+      return stream;
+    };
+    const headers = { host: "localhost:3000", origin: ORIGIN, "content-type": "application/json", "x-keyflow-csrf": "1" };
+    const toLogin = huge();
+    const login = await loginRoute.POST?.(new Request(`${ORIGIN}/api/auth/login`, { method: "POST", headers, body: toLogin.body, duplex: "half" } as RequestInit));
+    expect(login?.status).toBe(413);
+    expect(((await login?.json()) as { error: { message: string } }).error.message).toBe("the request body is larger than 16384 bytes");
+    const toTrpc = huge();
+    const trpc = await trpcRoute.POST?.(new Request(`${ORIGIN}/api/trpc/pipeline.create`, { method: "POST", headers: { ...headers, cookie: `${SESSION_COOKIE}=${cookies.analyst}` }, body: toTrpc.body, duplex: "half" } as RequestInit));
+    expect(trpc?.status).toBe(413);
+    // Read up to the cap (16 MiB), not the 300 MB.
+    expect({ login: toLogin.pulled <= 2, trpc: toTrpc.pulled <= 18 }).toEqual({ login: true, trpc: true });
   });
 
   it("changes your own password (the current one first) and ends your other sessions; an admin can reset one", async () => {

@@ -6,13 +6,8 @@ import { appendAuditEvent, type PrismaClient } from "@keyflow/db";
 import type { SessionUser } from "../auth/roles";
 import { withRunnerAuth } from "../runner-client";
 
-/** As the runner's own default (KEYFLOW_UPLOAD_MAX_BYTES applies to both): refused here before a byte is sent. */
-export const DEFAULT_BACKTEST_FILE_MAX_BYTES = 256 * 1024 * 1024;
-
-export function backtestFileLimit(env: Record<string, string | undefined> = process.env): number {
-  const parsed = z.coerce.number().int().min(1).safeParse(env.KEYFLOW_UPLOAD_MAX_BYTES);
-  return env.KEYFLOW_UPLOAD_MAX_BYTES && parsed.success ? parsed.data : DEFAULT_BACKTEST_FILE_MAX_BYTES;
-}
+// The upload cap lives with the other body caps (the web server's front reads it too).
+export { backtestFileLimit, DEFAULT_BACKTEST_FILE_MAX_BYTES } from "../http/body-limit";
 
 /** The runner's answer to POST /files. */
 export const storedFileSchema = z.object({ path: z.string().regex(/^uploads\/[A-Za-z0-9._-]+$/, "the runner stores uploads under uploads/"), bytes: z.number().int(), records: z.number().int(), sha256: z.string() });

@@ -2,6 +2,7 @@
 // process on a free port with its own folders, and the end of an integration test's world (the
 // runner stopped, the throw-away schema dropped).
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { Db } from "@keyflow/db";
 
@@ -10,16 +11,33 @@ export const KEYFLOW_BIN = path.join(REPO, "apps/runner/bin/keyflow.mjs");
 
 export interface RunnerProcess {
   url: string;
+  /** The bearer token it wants (also in this process's KEYFLOW_RUNNER_TOKEN, which the app's runner client reads). */
+  token: string;
   /** The last 20 kB of its output, for failure messages. */
   log(): string;
   stop(): Promise<void>;
 }
 
-/** Starts `keyflow serve` on port 0 (it says which port it took) with checkpoints and data under `dir`. */
+/**
+ * Starts `keyflow serve` on port 0 (it says which port it took) with checkpoints, data and state under
+ * `dir`. The runner always wants a token: one per test process, set in KEYFLOW_RUNNER_TOKEN here too,
+ * so the app's own calls (server/runner-client.ts) carry it as `npm start` arranges.
+ */
 export async function startRunnerProcess(dir: string, env: { DATABASE_URL: string; KAFKA_BROKERS: string }): Promise<RunnerProcess> {
+  const token = (process.env.KEYFLOW_RUNNER_TOKEN ||= randomBytes(24).toString("base64url"));
   const child: ChildProcess = spawn(process.execPath, [KEYFLOW_BIN, "serve"], {
     cwd: REPO,
-    env: { ...process.env, RUNNER_PORT: "0", RUNNER_HOST: "127.0.0.1", KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "checkpoints"), KEYFLOW_DATA_DIR: path.join(dir, "data"), KEYFLOW_LOG_LEVEL: "info", ...env },
+    env: {
+      ...process.env,
+      RUNNER_PORT: "0",
+      RUNNER_HOST: "127.0.0.1",
+      KEYFLOW_CHECKPOINT_ROOT: path.join(dir, "checkpoints"),
+      KEYFLOW_DATA_DIR: path.join(dir, "data"),
+      KEYFLOW_STATE_DIR: path.join(dir, "state"),
+      KEYFLOW_RUNNER_TOKEN: token,
+      KEYFLOW_LOG_LEVEL: "info",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -38,6 +56,7 @@ export async function startRunnerProcess(dir: string, env: { DATABASE_URL: strin
   }
   return {
     url,
+    token,
     log: () => output,
     async stop() {
       if (child.exitCode !== null) return;

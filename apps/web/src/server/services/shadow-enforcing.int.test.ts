@@ -123,7 +123,7 @@ async function eventually<T>(check: () => Promise<T | undefined>, what: string, 
 type RunnerJob = { status: string; failure?: string; sources: Record<string, { lag: Record<string, number> }>; lastCheckpoint: { id: number } | null; routing?: { modes: Record<string, string> } };
 
 async function runnerJob(jobId: string | null): Promise<RunnerJob> {
-  return (await (await fetch(`${service.url}/jobs/${jobId}`)).json()) as RunnerJob;
+  return (await (await fetch(`${service.url}/jobs/${jobId}`, { headers: { authorization: `Bearer ${runner?.token ?? ""}` } })).json()) as RunnerJob;
 }
 
 /**
