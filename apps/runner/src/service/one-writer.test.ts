@@ -21,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}${url}`, { method, ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
+  const res = await fetch(`${service.url}${url}`, { method, headers: { authorization: `Bearer ${service.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   return { status: res.status, json: (await res.json()) as T };
 }
 
