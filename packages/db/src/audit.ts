@@ -12,8 +12,10 @@
 // never by the database (audit-key.ts). Since `hash` covers `prevHash`, one event's MAC vouches for
 // every event before it: an edit, insertion or deletion before the newest MACed event shows up as
 // the first event whose recomputed hash no longer matches its MAC. An auditor trusts this because it
-// rests on a secret outside the database's reach, not on the database's own permissions.
+// rests on a secret outside the database's reach, not on the database's own permissions. Removing
+// the newest events leaves valid MACs behind; the head anchored in a file (audit-anchor.ts) shows it.
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import { appendHeadAnchor, type HeadAnchor } from "./audit-anchor";
 import { resolveAuditKey } from "./audit-key";
 import type { Prisma, PrismaClient } from "./generated/prisma/client";
 
@@ -146,9 +148,20 @@ function currentWriterKey(): Buffer {
 
 type Tx = Prisma.TransactionClient;
 
+const HEAD = { id: true, hash: true, action: true, actor: true } as const;
+
+/** Anchors `event` as the head of its chain (whose first event's hash names the chain). */
+async function anchorHead(tx: Tx, event: { id: bigint; hash: string; action: string; actor: string; prevHash: string | null }) {
+  const first = event.prevHash === null ? event : await tx.auditEvent.findFirst({ orderBy: { id: "asc" }, select: { hash: true } });
+  if (first) appendHeadAnchor(currentWriterKey(), first.hash, event);
+}
+
 async function appendLocked(tx: Tx, input: AuditInput, at: Date) {
   await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(${AUDIT_ADVISORY_LOCK_KEY}::bigint)`;
-  const last = await tx.auditEvent.findFirst({ orderBy: { id: "desc" }, select: { hash: true } });
+  const last = await tx.auditEvent.findFirst({ orderBy: { id: "desc" }, select: { ...HEAD, prevHash: true } });
+  // Under the lock the newest row is committed (its writer released the lock at commit), so it can
+  // be anchored now; the row written below is anchored after its own commit, or by the next writer.
+  if (last) await anchorHead(tx, last);
   // Round-trip the details through JSON so what is hashed is what JSONB gives back.
   const details: Prisma.InputJsonObject = JSON.parse(JSON.stringify(input.details ?? {})) as Prisma.InputJsonObject;
   const fields: HashedAuditFields = {
@@ -171,7 +184,11 @@ async function appendLocked(tx: Tx, input: AuditInput, at: Date) {
  * together.
  */
 export async function appendAuditEvent(client: PrismaClient | Tx, input: AuditInput, at: Date = new Date()) {
-  if ("$transaction" in client) return client.$transaction((tx) => appendLocked(tx, input, at));
+  if ("$transaction" in client) {
+    const row = await client.$transaction((tx) => appendLocked(tx, input, at));
+    await client.$transaction((tx) => anchorHead(tx, row));
+    return row;
+  }
   return appendLocked(client, input, at);
 }
 
@@ -184,6 +201,8 @@ export type AuditVerification =
       anchored: number;
       /** Events at the start written before the key existed (no MAC); the first MACed one vouches for them. */
       unanchoredPrefix: number;
+      /** The newest event found as anchored in the heads given (null: none given for this chain). */
+      headId: bigint | null;
     }
   | {
       ok: false;
@@ -203,18 +222,30 @@ export type AuditVerification =
 export interface VerifyAuditOptions {
   /** The audit key: checks every event's MAC (the anchor) besides the chain. */
   key?: Buffer;
+  /** Heads anchored outside the database (audit-anchor.ts readHeadAnchors, MACs checked); with a key only. */
+  heads?: readonly HeadAnchor[];
   pageSize?: number;
 }
 
 /** Walks the chain in id order (in pages, so a long trail is not loaded at once), and the anchor with a key. */
 export async function verifyAuditChain(prisma: PrismaClient, options: VerifyAuditOptions = {}): Promise<AuditVerification> {
   const { key, pageSize = 1000 } = options;
+  // The heads of this chain (known at its first event), by id; the walk meets them in order.
+  let heads: HeadAnchor[] = [];
+  let nextHead = 0;
+  let headId: bigint | null = null;
+  let lastId: bigint | null = null;
   let prev: string | null = null;
   let cursor: bigint | undefined;
   let count = 0;
   let anchored = 0;
   let unanchoredPrefix = 0;
   let lastMacId: bigint | undefined;
+  const missing = (head: HeadAnchor, atEnd: boolean): AuditVerification => {
+    const where = atEnd ? ` (the trail now ends at event ${lastId ?? "none"})` : "";
+    const reason = `it was anchored but is missing from the database${where}: deleted after it was anchored`;
+    return { ok: false, count, id: BigInt(head.id), event: { action: head.action, actor: head.actor }, problem: "anchor", expected: head.hash, stored: null, reason, message: `audit event ${head.id}: ${reason}` };
+  };
   for (;;) {
     const rows = await prisma.auditEvent.findMany({
       where: cursor === undefined ? {} : { id: { gt: cursor } },
@@ -234,6 +265,12 @@ export async function verifyAuditChain(prisma: PrismaClient, options: VerifyAudi
         reason,
         message: `audit event ${row.id}: ${reason}`,
       });
+      if (key && options.heads && prev === null) {
+        const byId = new Map(options.heads.filter((h) => h.chain === row.hash).map((h) => [h.id, h]));
+        heads = [...byId.values()].sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+      }
+      const skipped = heads[nextHead];
+      if (skipped && BigInt(skipped.id) < row.id) return missing(skipped, false);
       if (row.prevHash !== prev) {
         return broken("prevHash", prev, row.prevHash, `prev_hash is ${row.prevHash ?? "null"}, expected ${prev ?? "null"} (the hash of the event before it)`);
       }
@@ -253,15 +290,24 @@ export async function verifyAuditChain(prisma: PrismaClient, options: VerifyAudi
         } else {
           unanchoredPrefix += 1;
         }
+        const head = heads[nextHead];
+        if (head && BigInt(head.id) === row.id) {
+          if (head.hash !== row.hash) return broken("anchor", head.hash, row.hash, "does not match the anchor: its hash was recomputed after it was anchored");
+          headId = row.id;
+          nextHead += 1;
+        }
       }
       prev = row.hash;
       count += 1;
       cursor = row.id;
+      lastId = row.id;
     }
   }
+  const cut = heads[nextHead];
+  if (cut) return missing(cut, true);
   if (key && count > 0 && anchored === 0) {
     const reason = `none of the ${count} events carries a MAC although an audit key is given: the trail was written without this key, or rewritten without its MACs`;
     return { ok: false, count, id: null, event: null, problem: "anchor", expected: null, stored: null, reason, message: `audit trail: ${reason}` };
   }
-  return { ok: true, count, lastHash: prev, anchored, unanchoredPrefix };
+  return { ok: true, count, lastHash: prev, anchored, unanchoredPrefix, headId };
 }

@@ -22,6 +22,8 @@ export type { MigrateOptions, MigrateResult, MigrationStatus, MigrationInfo } fr
 export { AUDIT_ACTIONS, appendAuditEvent, auditHash, auditMac, canonicalJson, sha256Hex, verifyAuditChain } from "./audit";
 export type { AuditAction, AuditInput, AuditVerification, HashedAuditFields, VerifyAuditOptions } from "./audit";
 export { defaultAuditKeyFile, resolveAuditKey } from "./audit-key";
+export { anchorEvery, defaultAnchorFile, readHeadAnchors } from "./audit-anchor";
+export type { HeadAnchor } from "./audit-anchor";
 export type { AuditKey } from "./audit-key";
 
 export type DbKind = "postgres" | "pglite";

@@ -1,14 +1,16 @@
-// `keyflow audit verify [--database-url URL] [--data-dir DIR] [--key-file FILE]`: walks the audit
-// trail's hash chain and checks every event against the anchor (its MAC under the audit key, which
-// the database never sees), and names the first event that does not hold (id, action, actor).
+// `keyflow audit verify [--database-url URL] [--data-dir DIR] [--key-file FILE] [--anchor-file FILE]`:
+// walks the audit trail's hash chain, checks every event against the anchor (its MAC under the audit
+// key, which the database never sees) and the heads anchored in the anchor file (so that removing
+// the newest events shows), and names the first event that does not hold (id, action, actor).
 // Exit codes: 0 the trail holds, 1 a broken or unanchored event, 2 bad usage, no database, or MACs
 // present but no key to check them.
 import { parseArgs } from "node:util";
-import { createDb, resolveAuditKey, verifyAuditChain, type AuditKey, type Db } from "@keyflow/db";
+import { createDb, defaultAnchorFile, readHeadAnchors, resolveAuditKey, verifyAuditChain, type AuditKey, type Db } from "@keyflow/db";
 
 const USAGE =
-  "usage: keyflow audit verify [--database-url URL] [--data-dir DIR] [--key-file FILE]   " +
-  "(default: env DATABASE_URL, else the embedded PGlite; the key from env KEYFLOW_AUDIT_KEY, else KEYFLOW_AUDIT_KEY_FILE, else .keyflow/audit.key)";
+  "usage: keyflow audit verify [--database-url URL] [--data-dir DIR] [--key-file FILE] [--anchor-file FILE]   " +
+  "(default: env DATABASE_URL, else the embedded PGlite; the key from env KEYFLOW_AUDIT_KEY, else KEYFLOW_AUDIT_KEY_FILE, else .keyflow/audit.key; " +
+  "the heads from KEYFLOW_AUDIT_ANCHOR_FILE, else audit-anchor.jsonl beside the key file)";
 
 export interface AuditCommandIo {
   out: (line: string) => void;
@@ -24,7 +26,7 @@ export async function auditCommand(args: readonly string[], io: AuditCommandIo =
   try {
     parsed = parseArgs({
       args: [...args],
-      options: { "database-url": { type: "string" }, "data-dir": { type: "string" }, "key-file": { type: "string" } },
+      options: { "database-url": { type: "string" }, "data-dir": { type: "string" }, "key-file": { type: "string" }, "anchor-file": { type: "string" } },
       allowPositionals: true,
       strict: true,
     });
@@ -59,12 +61,20 @@ export async function auditCommand(args: readonly string[], io: AuditCommandIo =
     return 2;
   }
   try {
-    const result = await verifyAuditChain(db.prisma, key ? { key: key.key } : {});
+    const anchorFile = parsed.values["anchor-file"] ?? defaultAnchorFile();
+    const heads = key ? readHeadAnchors(key.key, anchorFile) : undefined;
+    const result = await verifyAuditChain(db.prisma, key ? { key: key.key, heads: heads?.anchors ?? [] } : {});
     if (result.ok) {
       io.out(`audit trail intact: ${plural(result.count, "event")}${result.lastHash ? `, last hash ${result.lastHash}` : ""}`);
       if (key) {
         const prefix = result.unanchoredPrefix > 0 ? ` (the first ${plural(result.unanchoredPrefix, "event")}, written before the key existed, through the MACs after them)` : "";
         io.out(`anchor holds: ${plural(result.anchored, "event")} checked against the audit key from ${key.source}${prefix}`);
+        io.out(
+          result.headId === null
+            ? `head NOT anchored: ${anchorFile} holds no head of this trail, so removing its newest events would not show`
+            : `head anchored in ${anchorFile} up to event ${result.headId}`,
+        );
+        if (heads && heads.unreadable.length > 0) io.out(`note: ${plural(heads.unreadable.length, "line")} of ${anchorFile} not signed by this key (another key's trail, or forged), e.g. line ${heads.unreadable[0]}`);
         return 0;
       }
       // Without a key only the chain was checked, which whoever can write the table can recompute.
