@@ -67,6 +67,12 @@ describe("the app role cannot rewrite the audit trail (PostgreSQL)", () => {
     expect(await auditTrailExposure(owner)).toMatch(/can switch the audit trail's triggers off/);
   });
 
+  it("starts on a database its owner has migrated: migrate() finds nothing to do and changes nothing", async () => {
+    const result = await migrate(app);
+    expect(result.applied).toEqual([]);
+    expect(result.alreadyApplied.length).toBeGreaterThan(0);
+  });
+
   it("appends to the audit trail and uses the other tables as the app does", async () => {
     const event = await appendAuditEvent(app.prisma, { actor: "bob@bank.test", action: "request", subjectType: "promotion", subjectId: "pr1" });
     expect(event.prevHash).not.toBeNull();
