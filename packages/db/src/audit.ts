@@ -203,6 +203,8 @@ export type AuditVerification =
       unanchoredPrefix: number;
       /** The newest event found as anchored in the heads given (null: none given for this chain). */
       headId: bigint | null;
+      /** The first event's hash: names this chain in the anchor file (null: no events). */
+      chain: string | null;
     }
   | {
       ok: false;
@@ -241,6 +243,7 @@ export async function verifyAuditChain(prisma: PrismaClient, options: VerifyAudi
   let anchored = 0;
   let unanchoredPrefix = 0;
   let lastMacId: bigint | undefined;
+  let chain: string | null = null;
   const missing = (head: HeadAnchor, atEnd: boolean): AuditVerification => {
     const where = atEnd ? ` (the trail now ends at event ${lastId ?? "none"})` : "";
     const reason = `it was anchored but is missing from the database${where}: deleted after it was anchored`;
@@ -265,6 +268,7 @@ export async function verifyAuditChain(prisma: PrismaClient, options: VerifyAudi
         reason,
         message: `audit event ${row.id}: ${reason}`,
       });
+      chain ??= row.hash;
       if (key && options.heads && prev === null) {
         const byId = new Map(options.heads.filter((h) => h.chain === row.hash).map((h) => [h.id, h]));
         heads = [...byId.values()].sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
@@ -309,5 +313,5 @@ export async function verifyAuditChain(prisma: PrismaClient, options: VerifyAudi
     const reason = `none of the ${count} events carries a MAC although an audit key is given: the trail was written without this key, or rewritten without its MACs`;
     return { ok: false, count, id: null, event: null, problem: "anchor", expected: null, stored: null, reason, message: `audit trail: ${reason}` };
   }
-  return { ok: true, count, lastHash: prev, anchored, unanchoredPrefix, headId };
+  return { ok: true, count, lastHash: prev, anchored, unanchoredPrefix, headId, chain };
 }

@@ -74,6 +74,8 @@ export async function auditCommand(args: readonly string[], io: AuditCommandIo =
             ? `head NOT anchored: ${anchorFile} holds no head of this trail, so removing its newest events would not show`
             : `head anchored in ${anchorFile} up to event ${result.headId}`,
         );
+        const others = new Set(heads?.anchors.map((h) => h.chain).filter((c) => c !== result.chain));
+        if (others.size > 0) io.out(`note: ${anchorFile} also holds heads of ${plural(others.size, "other trail")} (another database's, or this one emptied and started again)`);
         if (heads && heads.unreadable.length > 0) io.out(`note: ${plural(heads.unreadable.length, "line")} of ${anchorFile} not signed by this key (another key's trail, or forged), e.g. line ${heads.unreadable[0]}`);
         return 0;
       }
