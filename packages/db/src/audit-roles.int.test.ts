@@ -4,7 +4,7 @@
 // the table. Runs in a throw-away schema and with a throw-away login role, both dropped afterwards.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { appendAuditEvent, auditTrailExposure, createDb, migrate, parseDatabaseUrl, type Db } from "./index";
+import { appendAuditEvent, auditTrailExposure, createDb, migrate, migrateAsOwner, parseDatabaseUrl, type Db } from "./index";
 
 const DATABASE_URL = process.env.DATABASE_URL;
 if (!DATABASE_URL) throw new Error("audit-roles.int.test.ts needs DATABASE_URL pointing at a real PostgreSQL server (npm run services)");
@@ -71,6 +71,29 @@ describe("the app role cannot rewrite the audit trail (PostgreSQL)", () => {
     const result = await migrate(app);
     expect(result.applied).toEqual([]);
     expect(result.alreadyApplied.length).toBeGreaterThan(0);
+  });
+
+  it("migrates a new schema through KEYFLOW_MIGRATE_DATABASE_URL while connected as the app role (migrateAsOwner)", async () => {
+    const fresh = `${schema}_b`;
+    const as = (url: string) => {
+      const u = new URL(url);
+      u.searchParams.set("schema", fresh);
+      return u.toString();
+    };
+    const saved = process.env.KEYFLOW_MIGRATE_DATABASE_URL;
+    const appB = createDb({ databaseUrl: as(urlAs({ name: login, password })), pool: { max: 1 } });
+    try {
+      await expect(migrate(appB)).rejects.toThrow(/permission denied/);
+      process.env.KEYFLOW_MIGRATE_DATABASE_URL = as(urlAs());
+      expect((await migrateAsOwner(appB)).applied.length).toBeGreaterThan(0);
+      await appendAuditEvent(appB.prisma, { actor: "ada@bank.test", action: "login", subjectType: "user", subjectId: "u1" });
+      expect(await refused(appB, `TRUNCATE audit_events`)).toMatch(/permission denied for table audit_events/);
+    } finally {
+      if (saved === undefined) delete process.env.KEYFLOW_MIGRATE_DATABASE_URL;
+      else process.env.KEYFLOW_MIGRATE_DATABASE_URL = saved;
+      await appB.close();
+      if (owner.driver.kind === "postgres") await owner.driver.pool.query(`DROP SCHEMA IF EXISTS "${fresh}" CASCADE`);
+    }
   });
 
   it("appends to the audit trail and uses the other tables as the app does", async () => {
