@@ -13,13 +13,18 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/prisma/client";
 import { defaultPgliteDir } from "./paths";
+import { migrate, type MigrateOptions, type MigrateResult } from "./migrate";
 import { createPGliteAdapter } from "./pglite-adapter";
 
 export * from "./generated/prisma/client";
 export { migrate, migrationStatus, MigrationError } from "./migrate";
 export type { MigrateOptions, MigrateResult, MigrationStatus, MigrationInfo } from "./migrate";
-export { AUDIT_ACTIONS, appendAuditEvent, auditHash, canonicalJson, sha256Hex, verifyAuditChain } from "./audit";
-export type { AuditAction, AuditInput, AuditVerification, HashedAuditFields } from "./audit";
+export { AUDIT_ACTIONS, appendAuditEvent, auditHash, auditMac, canonicalJson, sha256Hex, verifyAuditChain } from "./audit";
+export type { AuditAction, AuditInput, AuditVerification, HashedAuditFields, VerifyAuditOptions } from "./audit";
+export { defaultAuditKeyFile, resolveAuditKey } from "./audit-key";
+export { anchorEvery, defaultAnchorFile, readHeadAnchors } from "./audit-anchor";
+export type { HeadAnchor } from "./audit-anchor";
+export type { AuditKey } from "./audit-key";
 
 export type DbKind = "postgres" | "pglite";
 
@@ -126,4 +131,40 @@ export function createDb(options: CreateDbOptions = {}): Db {
 
 function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * Applies the migrations as the tables' owner. On a real server the app connects (DATABASE_URL) as
+ * a member of `keyflow_app`, which may not migrate; env KEYFLOW_MIGRATE_DATABASE_URL then names the
+ * owner, used for this call only. Unset (development, PGlite): migrates through `db` itself.
+ */
+export async function migrateAsOwner(db: Db, options: MigrateOptions = {}): Promise<MigrateResult> {
+  const ownerUrl = process.env.KEYFLOW_MIGRATE_DATABASE_URL;
+  if (db.kind !== "postgres" || !ownerUrl) return migrate(db, options);
+  const owner = createDb({ databaseUrl: ownerUrl, pool: { max: 1 } });
+  try {
+    return await migrate(owner, options);
+  } finally {
+    await owner.close();
+  }
+}
+
+/**
+ * Why db's role could rewrite the audit trail (it owns audit_events, acts as its owner, or is a
+ * superuser: it can switch the append-only triggers off), or null when it cannot. Always null on
+ * PGlite, where there is one user. The web app and the runner log it as a warning at start.
+ */
+export async function auditTrailExposure(db: Db): Promise<string | null> {
+  if (db.kind !== "postgres") return null;
+  const rows = await db.prisma.$queryRawUnsafe<{ me: string; owner: string; acts_as_owner: boolean; superuser: boolean }[]>(
+    `SELECT current_user::text AS me, t.tableowner::text AS owner, pg_has_role(current_user, t.tableowner, 'USAGE') AS acts_as_owner,
+            COALESCE((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false) AS superuser
+       FROM pg_tables t WHERE t.tablename = 'audit_events' AND t.schemaname = current_schema()`,
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const why = row.superuser ? "is a superuser" : row.acts_as_owner ? `owns audit_events (or acts as its owner ${row.owner})` : null;
+  if (why === null) return null;
+  return `the database role ${row.me} ${why}: it can switch the audit trail's triggers off and rewrite it. ` +
+    "Connect the app as a member of keyflow_app and migrate with KEYFLOW_MIGRATE_DATABASE_URL (README, \"The app's database role\")";
 }

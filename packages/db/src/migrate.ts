@@ -138,8 +138,10 @@ async function openPgSession(pool: pg.Pool, schema: string | null): Promise<Sess
   const client = await pool.connect();
   try {
     await client.query("SELECT pg_advisory_lock($1)", [PRISMA_ADVISORY_LOCK_KEY]);
-    // After the lock: CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin.
-    if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '""')}"`);
+    // After the lock: CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin. Only when
+    // missing: the app's role (keyflow_app) may not create schemas, even existing ones.
+    const exists = schema && (await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema])).rowCount;
+    if (schema && !exists) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replace(/"/g, '""')}"`);
   } catch (err) {
     client.release(err as Error);
     throw err;
@@ -201,7 +203,9 @@ async function openPgliteSession(pglite: PGlite): Promise<Session> {
 }
 
 async function readRecorded(session: Session): Promise<MigrationRow[]> {
-  await session.query(CREATE_MIGRATIONS_TABLE);
+  // Only when missing, so that the app's role (no CREATE on the schema) can check the migrations.
+  const found = await session.query<{ t: string | null }>(`SELECT to_regclass('"_prisma_migrations"')::text AS t`);
+  if (!found[0]?.t) await session.query(CREATE_MIGRATIONS_TABLE);
   return session.query<MigrationRow>(
     `SELECT migration_name, checksum, finished_at, rolled_back_at, started_at
        FROM "_prisma_migrations" ORDER BY started_at, migration_name`,
@@ -284,7 +288,10 @@ export async function migrate(target: MigrateTarget, options: MigrateOptions = {
           );
         });
       } catch (err) {
-        const reason = err instanceof Error ? err.message : String(err);
+        const denied = (err as { code?: unknown }).code === "42501"
+          ? " (this role may not migrate: run the migrations as the tables' owner, KEYFLOW_MIGRATE_DATABASE_URL)"
+          : "";
+        const reason = `${err instanceof Error ? err.message : String(err)}${denied}`;
         throw new MigrationError(
           `Migration ${migration.name} failed and was rolled back (nothing of it is applied): ${reason}`,
           migration.name,

@@ -30,13 +30,17 @@ export async function createRunnerService(env: RunnerEnv, log: Logger = createLo
   let db: { close(): Promise<void> } | undefined;
   let reporter: PostgresJobReporter | undefined;
   if (env.databaseUrl) {
-    const { createDb, migrate } = await import("@keyflow/db");
+    const { auditTrailExposure, createDb, migrateAsOwner } = await import("@keyflow/db");
     const opened = createDb({ databaseUrl: env.databaseUrl, pool: { max: 4 } });
     db = opened;
     // The runner may start before the web app has ever opened this database: apply the committed
     // migrations itself (idempotent, and safe against a concurrent migrator).
-    const applied = await migrate(opened);
+    // Issue 35 point 9: as the owner (KEYFLOW_MIGRATE_DATABASE_URL when set); the runner itself
+    // connects as keyflow_app, and a role that could rewrite the audit trail is warned about.
+    const applied = await migrateAsOwner(opened);
     if (applied.applied.length > 0) log.info(`applied migrations: ${applied.applied.join(", ")}`);
+    const exposure = await auditTrailExposure(opened);
+    if (exposure) log.warn(exposure);
     reporter = new PostgresJobReporter(opened.prisma, log.child("postgres"));
   }
   // Always a token: without KEYFLOW_RUNNER_TOKEN, a fresh one per start, in a file only this user reads.

@@ -2,7 +2,7 @@
 // `next build` never touches it). Kept on globalThis because `next dev` re-evaluates modules on
 // every change, and an embedded PGlite directory can be open in one process once only.
 // Opening it also creates the first admin when there are no users yet (auth/bootstrap.ts).
-import { createDb, migrate, type Db } from "@keyflow/db";
+import { auditTrailExposure, createDb, migrateAsOwner, type Db } from "@keyflow/db";
 import { ensureFirstAdmin } from "./auth/bootstrap";
 import { authEnv } from "./env";
 
@@ -11,7 +11,11 @@ const holder = globalThis as typeof globalThis & { __keyflowDb?: Promise<Db> };
 async function open(): Promise<Db> {
   const db = createDb();
   try {
-    await migrate(db);
+    // Issue 35 point 9: migrations run as the owner (KEYFLOW_MIGRATE_DATABASE_URL when set), the
+    // app itself as keyflow_app; a role that could rewrite the audit trail is warned about.
+    await migrateAsOwner(db);
+    const exposure = await auditTrailExposure(db);
+    if (exposure) console.warn(`[keyflow] warning: ${exposure}`);
     await ensureFirstAdmin(db.prisma, authEnv());
     return db;
   } catch (error) {
