@@ -121,7 +121,7 @@ export async function stopDeployment(prisma: PrismaClient, runnerUrl: string, de
   }
   const updated = await prisma.deployment.update({
     where: { id: deploymentId },
-    data: { status: job?.status === "failed" ? "failed" : "stopped", stoppedAt: new Date() },
+    data: { status: job?.status === "failed" ? "failed" : "stopped", desired: "stopped", stoppedAt: new Date() },
     select: { id: true, status: true, stoppedAt: true },
   });
   return {
@@ -340,7 +340,7 @@ export async function replaceDeployment(
     const stopped = await stopJobWithSavepoint(runnerUrl, target.runnerJobId);
     savepoint = stopped.savepointPath;
     run.savepointPath = savepoint;
-    await prisma.deployment.update({ where: { id: target.id }, data: { status: "stopped", stoppedAt: new Date() } });
+    await prisma.deployment.update({ where: { id: target.id }, data: { status: "stopped", desired: "stopped", stoppedAt: new Date() } });
     registry.step(run, `savepoint written: ${savepoint}`);
     registry.step(run, `job stopped (deployment ${target.id})`);
   } catch (error) {
