@@ -5,6 +5,8 @@ import { backoffDelayMs, supervise, type Supervisor } from "./supervise";
 
 /** A child that stays up until killed, printing its pid once. */
 const SERVE = ["-e", "console.log('up ' + process.pid); setInterval(() => {}, 1000)"];
+/** A child that starts a grandchild of its own (as the web process starts `next start`), printing both pids. */
+const PARENT = ["-e", "const c = require('node:child_process').spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }); console.log('up ' + process.pid + ' ' + c.pid); setInterval(() => {}, 1000)"];
 /** A child that exits at once with code 3. */
 const CRASH = ["-e", "process.exit(3)"];
 
@@ -47,6 +49,17 @@ describe("supervise", () => {
     expect(sup.children()[1]?.process?.pid).toBe(webPid);
     expect(alive(webPid)).toBe(true);
     expect(sup.children()[0]?.attempt).toBe(2);
+  });
+
+  it("takes what a killed child started down with it, so nothing it left holds on to its port", async () => {
+    const lines: string[] = [];
+    sup = supervise([{ name: "web", args: PARENT }], { policy: { initialDelayMs: 100 }, log: (l) => lines.push(l) });
+    await until("the child and its grandchild", () => lines.some((l) => l.startsWith("[web] up ")));
+    const [pid, grandchild] = (lines.find((l) => l.startsWith("[web] up ")) ?? "").split(" ").slice(2).map(Number);
+    expect(alive(grandchild)).toBe(true);
+    process.kill(pid ?? -1, "SIGKILL");
+    await until("the grandchild gone", () => !alive(grandchild));
+    await until("the restart", () => lines.filter((l) => l.startsWith("[web] up ")).length === 2);
   });
 
   it("backs off exponentially while a child keeps exiting", async () => {

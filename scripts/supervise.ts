@@ -1,5 +1,7 @@
 // The process supervisor of `npm start`: keeps each child running, restarting one that exits with an
-// exponential backoff (and saying so), while the others keep serving; stop() ends them all.
+// exponential backoff (and saying so), while the others keep serving; stop() ends them all. Each
+// child leads a process group of its own, so what it started (the web app's `next start`) goes with
+// it: a child killed with SIGKILL leaves no orphan holding its port for the restart.
 import { spawn, type ChildProcess } from "node:child_process";
 
 export interface ChildSpec {
@@ -39,6 +41,16 @@ export interface Supervisor {
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
+/** Signals the child's whole process group (the child and what it started); a group already gone is fine. */
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // no such group: everything in it has exited
+  }
+}
+
 export function supervise(specs: ChildSpec[], opts: { policy?: Partial<BackoffPolicy>; log?: (line: string) => void; now?: () => number } = {}): Supervisor {
   const policy = { ...DEFAULT_BACKOFF, ...opts.policy };
   const log = opts.log ?? ((line: string) => console.log(line));
@@ -59,7 +71,7 @@ export function supervise(specs: ChildSpec[], opts: { policy?: Partial<BackoffPo
     s.timer = undefined;
     s.attempt++;
     s.startedAt = now();
-    const child = spawn(process.execPath, s.spec.args, { cwd: s.spec.cwd, env: s.spec.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, s.spec.args, { cwd: s.spec.cwd, env: s.spec.env ?? process.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     s.process = child;
     for (const stream of [child.stdout, child.stderr]) {
       let buffered = "";
@@ -75,6 +87,7 @@ export function supervise(specs: ChildSpec[], opts: { policy?: Partial<BackoffPo
     child.on("error", (error) => log(`[start] ${s.spec.name} could not be started: ${error.message}`));
     child.on("exit", (code, signal) => {
       s.process = undefined;
+      signalGroup(child, "SIGKILL");
       if (stopping) return;
       if (now() - s.startedAt >= policy.resetAfterMs) s.failures = 0;
       s.failures++;
@@ -96,8 +109,8 @@ export function supervise(specs: ChildSpec[], opts: { policy?: Partial<BackoffPo
           const child = s.process;
           if (!child || child.exitCode !== null || child.signalCode !== null) return;
           const exited = new Promise<void>((r) => child.once("exit", () => r()));
-          child.kill("SIGTERM");
-          const killer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+          signalGroup(child, "SIGTERM");
+          const killer = setTimeout(() => signalGroup(child, "SIGKILL"), graceMs);
           await exited;
           clearTimeout(killer);
         }),
