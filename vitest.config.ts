@@ -11,7 +11,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["packages/**/*.test.ts", "apps/**/*.test.ts", "apps/**/*.test.tsx"],
+          include: ["packages/**/*.test.ts", "apps/**/*.test.ts", "apps/**/*.test.tsx", "scripts/**/*.test.ts"],
           exclude: [...ignored, "**/*.int.test.ts"],
           testTimeout: 30_000,
           // Heap snapshots check their kept columns against the state (backend.ts): an operator

@@ -20,6 +20,7 @@ const USAGE = `usage:
   keyflow serve [--port N] [--deploy <pipeline.json>]...
   keyflow savepoint <jobId> [--runner URL] [--dir DIR] [--stop]
   keyflow restore <savepointPath> <pipeline.json> [--runner URL] [--job-id ID] [--parallelism N] [--allow-non-restored-state]
+  keyflow resume <deploymentId> [--web URL] [--savepoint PATH] [--allow-non-restored-state] [--reason TEXT]
 
   validate  check a keyflow.pipeline/v1 file; one line per problem, naming the node
   run       run a pipeline: bounded sources (files, bounded Kafka) to the end, others until Ctrl-C;
@@ -30,6 +31,8 @@ const USAGE = `usage:
   serve     the runner service: job API and Prometheus /metrics on port 8081 (RUNNER_PORT)
   savepoint take a savepoint of a job of the running service (--stop: and stop the job); prints its path
   restore   deploy a pipeline on the running service from a savepoint, at --parallelism N (a rescale)
+  resume    start a stopped deployment again from its last checkpoint (or --savepoint), through the web app
+            (KEYFLOW_WEB_URL; signed in as KEYFLOW_EMAIL / KEYFLOW_PASSWORD: the role check and audit apply)
 
 environment: KAFKA_BROKERS (host:port,...), RUNNER_PORT, KEYFLOW_RUNNER_URL (default http://127.0.0.1:RUNNER_PORT),
              KEYFLOW_LOG_LEVEL (error|warn|info|debug), KEYFLOW_STATE_BACKEND (heap|disk, as --state-backend),
@@ -66,6 +69,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       case "serve":
         return await serveCommand(rest, env);
       case "audit": return await (await import("./audit/verify")).auditCommand(rest); // keyflow audit verify [--database-url URL]
+      case "resume":
+        return await (await import("./web-api/resume")).resumeCommand(rest);
       default:
         return usageError(`unknown command "${command}"`);
     }

@@ -82,6 +82,10 @@ export const AUDIT_ACTIONS = [
   "upload",
   // Approvers told of an event (in the app, and by webhook when one is set).
   "notify",
+  // The reconciler started a deployment again after a runner restart, or marked it failed (apps/web services/reconciler.ts).
+  "reconcile",
+  // A stopped deployment started again from its last checkpoint or a savepoint.
+  "resume",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

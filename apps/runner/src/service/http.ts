@@ -14,7 +14,7 @@ import { OutputConflictError } from "../job/outputs";
 import { DryRunRequestError, dryRunRequestSchema, runDryRun } from "./dry-run";
 import { DeployConflictError, JobStateError, type JobManager, type JobView, type ManagedJob } from "./jobs";
 import path from "node:path";
-import { readCheckpointFolder } from "../job/checkpoints";
+import { DirectoryCheckpointStore, readCheckpointFolder } from "../job/checkpoints";
 import { checkRestore } from "../job/restore-compat";
 import { keyStateResponseSchema, type KeyStateResponse } from "../job/queryable-state";
 import { nodeTaskTimes } from "../ops/task-times";
@@ -294,6 +294,8 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
             const check = checkRestore(from.meta.graph, doc, allowNonRestoredState ?? false, `"${restoreFrom}"`);
             if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline`, { issues: check.problems });
           }
+        } else {
+          await ownCheckpointCheck(deploymentId, doc, allowNonRestoredState ?? false, (p) => p);
         }
         let job: ManagedJob;
         try {
@@ -324,6 +326,8 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
         if (restoreFrom !== undefined) {
           const check = await restoreCheck(inCheckpointRoot(restoreFrom, "restoreFrom"), doc, allowNonRestoredState ?? false);
           if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline of rule job "${jobId}"`, { issues: check.problems.map(inVersionTerms) });
+        } else {
+          await ownCheckpointCheck(jobId, doc, allowNonRestoredState ?? false, inVersionTerms);
         }
         let job: ManagedJob;
         try {
@@ -621,6 +625,24 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
     }
     if (!folder.meta.graph) return { problems: [], dropped: [] };
     return checkRestore(folder.meta.graph, doc, allowNonRestoredState, `"${from}"`);
+  }
+
+  /**
+   * A job submitted again under its id (the web app's reconciler after a runner restart) restores
+   * from its own newest checkpoint: refused here, naming the nodes, when that state cannot be read
+   * or does not fit, rather than by a job that then fails and restarts forever.
+   */
+  async function ownCheckpointCheck(jobId: string, doc: Parameters<typeof checkRestore>[1], allowNonRestoredState: boolean, wording: (problem: string) => string): Promise<void> {
+    if (jobs.get(jobId)?.active) return; // refused as a conflict by the deploy
+    let latest;
+    try {
+      latest = await new DirectoryCheckpointStore(path.join(env.checkpointRoot, jobId), 1).latest();
+    } catch (err) {
+      throw new HttpError(400, `job "${jobId}" cannot restore its newest checkpoint: ${errorMessage(err)}`);
+    }
+    if (!latest?.meta.graph) return;
+    const check = checkRestore(latest.meta.graph, doc, allowNonRestoredState, `checkpoint ${latest.meta.id} of job "${jobId}"`);
+    if (check.problems.length > 0) throw new HttpError(400, `the state in checkpoint ${latest.meta.id} of job "${jobId}" does not fit the pipeline`, { issues: check.problems.map(wording) });
   }
 
   function requireJob(id: string | undefined): ManagedJob {

@@ -273,6 +273,14 @@ export async function getJob(runnerUrl: string, jobId: string): Promise<RunnerJo
   return parsed.data;
 }
 
+/** GET /jobs: every job the runner has (the reconciler compares them with the deployments that should run). */
+export async function listJobs(runnerUrl: string): Promise<RunnerJob[]> {
+  const response = await runnerFetch(runnerUrl, "/jobs", { timeoutMs: 5_000 });
+  const parsed = z.object({ jobs: z.array(runnerJobSchema) }).safeParse(await jsonOf(response, "GET /jobs"));
+  if (!parsed.success) throw new RunnerError(`unexpected job list from the runner: ${z.prettifyError(parsed.error)}`);
+  return parsed.data.jobs;
+}
+
 /** DELETE /jobs/:id: a graceful stop (final checkpoint); resolves with the stopped job. */
 export async function stopJob(runnerUrl: string, jobId: string): Promise<RunnerJob> {
   const response = await runnerFetch(runnerUrl, `/jobs/${encodeURIComponent(jobId)}`, { method: "DELETE", timeoutMs: STOP_TIMEOUT_MS });

@@ -16,6 +16,8 @@ import { ComparisonView } from "../comparison/ComparisonView";
 import { ParamChangeList } from "../diff/ParamChangeList";
 import { diffPipelines } from "../../diff/diff";
 import { AfterEnforcingChoice, StateCheck, type AfterEnforcing } from "./PromotionControls";
+import { useRunnerHealth } from "../live/RunnerHealth";
+import { unreachableText } from "../../live/runner-status";
 import "./audit.css";
 
 /** The bundle's graph diff: what the version changes against the one enforcing now (or that nothing enforces yet). */
@@ -45,6 +47,7 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
   const approve = useMutation(trpc.promotion.approve.mutationOptions({ onSettled: refresh }));
   const reject = useMutation(trpc.promotion.reject.mutationOptions({ onSettled: refresh }));
   const status = useQuery(trpc.promotion.status.queryOptions({ pipelineId: pipeline.id }));
+  const unreachable = unreachableText(useRunnerHealth());
   const refreshAll = () => Promise.all([refresh(), queryClient.invalidateQueries({ queryKey: trpc.promotion.status.queryKey({ pipelineId: pipeline.id }) }), queryClient.invalidateQueries({ queryKey: trpc.pipeline.get.queryKey({ id: pipeline.id }) })]);
   const enforce = useMutation(trpc.deployment.deploy.mutationOptions({ onSettled: refreshAll }));
   const rollback = useMutation(trpc.promotion.rollback.mutationOptions({ onSettled: refreshAll }));
@@ -90,7 +93,14 @@ export function PromotionPanel({ pipeline }: { pipeline: PipelineDetail }) {
       <ComparisonView pipelineId={pipeline.id} />
       <div className="kf-promotion__rollback" data-testid="rollback">
         <h4>Rollback</h4>
-        {status.data && status.data.enforcing.length > 0 ? <p>Enforcing now: {status.data.enforcing.map((d) => `v${d.number}`).join(", ")}</p> : <p>Nothing enforces now.</p>}
+        {status.data && status.data.enforcing.length > 0 ? (
+          <p data-testid="enforcing-now">
+            Enforcing now: {status.data.enforcing.map((d) => `v${d.number}`).join(", ")}
+            {unreachable ? <span className="kf-muted" data-testid="enforcing-unreachable">{` (${unreachable}: not confirmed running)`}</span> : null}
+          </p>
+        ) : (
+          <p>Nothing enforces now.</p>
+        )}
         {plan ? (
           <>
             <p>

@@ -9,7 +9,9 @@ import { classifyBottleneck, type NodeVerdict } from "../../live/bottleneck";
 import { edgeFlows, type EdgeFlow } from "../../live/edges";
 import { appendHistory, type RateHistory } from "../../live/history";
 import type { LiveMetrics } from "../../live/metrics";
+import { unreachableText } from "../../live/runner-status";
 import { useTRPC } from "../../trpc/react";
+import { useRunnerHealth } from "./RunnerHealth";
 
 export interface LiveValue {
   deploymentId: string;
@@ -20,6 +22,8 @@ export interface LiveValue {
   /** The subscription's state: connecting, pending (streaming), error. */
   status: "idle" | "connecting" | "pending" | "error";
   error: string | null;
+  /** "runner unreachable since HH:MM:SS" while the runner does not answer: the figures are stale. */
+  unreachable?: string | null;
 }
 
 const LiveCtx = createContext<LiveValue | null>(null);
@@ -47,13 +51,14 @@ export function LiveProvider({ deploymentId, document, children }: { deploymentI
     ),
   );
   const metrics = state.metrics;
+  const unreachable = unreachableText(useRunnerHealth());
   const edges = document.edges;
   const nodes = document.nodes;
   const verdicts = useMemo(() => (metrics ? classifyBottleneck(nodes, edges ?? [], metrics.nodes) : {}), [metrics, nodes, edges]);
   const flows = useMemo(() => (metrics ? edgeFlows(edges ?? [], metrics.nodes) : NO_FLOWS), [metrics, edges]);
   const value = useMemo<LiveValue>(
-    () => ({ deploymentId, metrics, history: state.history, verdicts, flows, status: sub.status, error: sub.error?.message ?? null }),
-    [deploymentId, metrics, state.history, verdicts, flows, sub.status, sub.error],
+    () => ({ deploymentId, metrics, history: state.history, verdicts, flows, status: sub.status, error: sub.error?.message ?? null, unreachable }),
+    [deploymentId, metrics, state.history, verdicts, flows, sub.status, sub.error, unreachable],
   );
   return <LiveCtx.Provider value={value}>{children}</LiveCtx.Provider>;
 }

@@ -35,11 +35,13 @@ export function LiveNodeFigures({ nodeId }: { nodeId: string }) {
   const history = live.history.get(nodeId) ?? EMPTY;
   const level = verdict?.backpressure;
   const role = verdict?.role;
-  const title = verdict?.causes ? `Backpressured: waiting for ${verdict.causes.join(", ")} (the bottleneck), not slow itself` : role === "cause" ? "Saturated, with backpressure above it and none below: the bottleneck" : undefined;
+  const stale = live.unreachable ?? null;
+  const title = stale ? `${stale}: these are the last figures it sent` : verdict?.causes ? `Backpressured: waiting for ${verdict.causes.join(", ")} (the bottleneck), not slow itself` : role === "cause" ? "Saturated, with backpressure above it and none below: the bottleneck" : undefined;
   return (
     <div
-      className={`kf-live nodrag nopan${level ? ` kf-live--${level}` : ""}${role && role !== "ok" ? ` kf-live--${role}` : ""}`}
+      className={`kf-live nodrag nopan${level ? ` kf-live--${level}` : ""}${role && role !== "ok" ? ` kf-live--${role}` : ""}${stale ? " kf-live--stale" : ""}`}
       data-testid={`live-${nodeId}`}
+      data-stale={stale ? "true" : "false"}
       data-records-in={m.recordsIn}
       data-records-out={m.recordsOut}
       data-backpressure={level ?? "none"}

@@ -21,7 +21,9 @@ const LABEL_BG_STYLE = { fill: "var(--kf-surface)", fillOpacity: 0.9 };
 
 /** The edges as given, with live throughput when the shown pipeline is running. */
 export function useLiveEdges(edges: PipelineFlowEdge[]): PipelineFlowEdge[] {
-  const flows = useLive()?.flows;
+  const live = useLive();
+  const flows = live?.flows;
+  const stale = Boolean(live?.unreachable);
   return useMemo(() => {
     if (!flows || flows.size === 0) return edges;
     return edges.map((edge) => {
@@ -35,11 +37,11 @@ export function useLiveEdges(edges: PipelineFlowEdge[]): PipelineFlowEdge[] {
         labelBgStyle: LABEL_BG_STYLE,
         labelBgPadding: [4, 2] as [number, number],
         labelBgBorderRadius: 3,
-        className: `${edge.className ?? ""} kf-edge--live`.trim(),
+        className: `${edge.className ?? ""} kf-edge--live${stale ? " kf-edge--stale" : ""}`.trim(),
         style: { ...edge.style, strokeWidth: flow.strokeWidth },
         markerEnd: arrowFor(edge.markerEnd, flow.strokeWidth),
         ariaLabel: `${edge.id}: ${formatRate(flow.recordsPerSecond)}`,
       };
     });
-  }, [edges, flows]);
+  }, [edges, flows, stale]);
 }

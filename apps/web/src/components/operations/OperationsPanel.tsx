@@ -11,11 +11,14 @@ import { formatBytes, formatDuration } from "../../live/format";
 import { useTRPC } from "../../trpc/react";
 import type { PipelineDetail } from "../../trpc/types";
 import { useLive } from "../live/LiveContext";
+import { useRunnerHealth } from "../live/RunnerHealth";
+import { shownJobStatus } from "../../live/runner-status";
 import { checkpointNearTimeout, SLOW_CHECKPOINT_SHARE } from "../../live/operations";
 import { CheckpointChart } from "./CheckpointChart";
 import { JobControlProgress, JobControls } from "./JobControls";
 import { useJobActions } from "./job-actions";
 import { NodeDrillDown } from "./NodeDrillDown";
+import { ResumeControl } from "./ResumeControl";
 import { SkewPanel } from "./SkewPanel";
 import { SourcesPanel } from "./SourcesPanel";
 import "./operations.css";
@@ -46,9 +49,12 @@ export function OperationsPanel({ pipeline, stopResult: stopped, onStopped: setS
       {deployment ? (
         <DeploymentOperations key={deployment.id} pipelineId={pipeline.id} deployment={deployment} versionNumber={versionNumber} onStopped={setStopped} />
       ) : (
-        <p className="kf-ops__empty" data-testid="operations-empty">
-          No running deployment of {pipeline.name}. Deploy a version from the History tab to see its checkpoints here.
-        </p>
+        <>
+          <p className="kf-ops__empty" data-testid="operations-empty">
+            No running deployment of {pipeline.name}. Deploy a version from the History tab to see its checkpoints here.
+          </p>
+          <ResumeControl pipeline={pipeline} />
+        </>
       )}
     </div>
   );
@@ -76,6 +82,8 @@ function DeploymentOperations({ pipelineId, deployment, versionNumber, onStopped
   const [instead, setInstead] = useState("none");
   const [stopReason, setStopReason] = useState("");
   const data = checkpoints.data;
+  // Never the last status heard: unreachable when the runner is silent, unknown when the fetch failed.
+  const jobStatus = shownJobStatus(useRunnerHealth(), data?.jobStatus, checkpoints.isError);
   const history = data?.checkpoints ?? [];
   const limit = data ? data.checkpointTimeoutMs * SLOW_CHECKPOINT_SHARE : Number.POSITIVE_INFINITY;
   const slow = history.filter((c) => data !== undefined && checkpointNearTimeout(c.durationMs, data.checkpointTimeoutMs));
@@ -92,14 +100,14 @@ function DeploymentOperations({ pipelineId, deployment, versionNumber, onStopped
           <h3>
             Deployment{versionNumber !== undefined ? ` of v${versionNumber}` : ""} <code title={deployment.id}>{deployment.id.slice(0, 10)}</code>
           </h3>
-          <span className={`kf-ops__status kf-ops__status--${data?.jobStatus ?? "unknown"}`} data-testid="job-status">
-            {data?.jobStatus ?? (checkpoints.isPending ? "…" : "unknown")}
+          <span className={`kf-ops__status kf-ops__status--${jobStatus.kind}`} data-testid="job-status" data-stale={jobStatus.stale ? "true" : "false"}>
+            {jobStatus.text}
           </span>
         </header>
         <p className="kf-ops__meta">
           {deployment.mode} · since {new Date(deployment.createdAt).toLocaleString("en-GB", { hour12: false })}
           {data && data.restarts > 0 ? ` · ${data.restarts} restart${data.restarts === 1 ? "" : "s"}` : ""}
-          {live?.status === "error" ? ` · live figures unavailable: ${live.error ?? "?"}` : ""}
+          {live?.unreachable ? " · live figures stale (greyed out) until the runner answers" : live?.status === "error" ? ` · live figures unavailable: ${live.error ?? "?"}` : ""}
         </p>
         {data?.failure ? <p className="kf-ops__warning">Last failure: {data.failure}</p> : null}
         <div className="kf-ops__controls">

@@ -9,6 +9,8 @@ import { DeployButton } from "./DeployButton";
 import { ExportButton } from "./ExportButton";
 import { formatTime } from "../format";
 import { sideLabel, usePipelineTools, type DiffSide } from "./tools-context";
+import { useRunnerHealth } from "../live/RunnerHealth";
+import { unreachableText } from "../../live/runner-status";
 
 /** The two sides of a diff, the older first (the draft is newest). */
 export function olderFirst(a: DiffSide, b: DiffSide): [DiffSide, DiffSide] {
@@ -45,6 +47,7 @@ export function VersionHistory({ actions }: { actions?: ReactNode }) {
   const { pipeline, shown, openVersion, openDiff, deploy } = usePipelineTools();
   const sides: DiffSide[] = [...pipeline.versions.map((v) => v.number), "draft"];
   const deployedId = deploy.deployed?.id;
+  const unreachable = unreachableText(useRunnerHealth(deployedId !== undefined));
   return (
     <div className="kf-history" data-testid="version-history">
       <div className="kf-history__toolbar">
@@ -77,8 +80,8 @@ export function VersionHistory({ actions }: { actions?: ReactNode }) {
               <div className="kf-history__head">
                 <span className="kf-history__number">v{v.number}</span>
                 {v.id === deployedId ? (
-                  <span className="kf-tag kf-tag--live" title="The version running now">
-                    deployed
+                  <span className="kf-tag kf-tag--live" title={unreachable ? `Deployed; ${unreachable}, so not confirmed running` : "The version running now"} data-testid={`version-deployed-${v.number}`}>
+                    {unreachable ? `deployed · ${unreachable}` : "deployed"}
                   </span>
                 ) : null}
                 <span className="kf-muted" title={new Date(v.createdAt).toISOString()}>

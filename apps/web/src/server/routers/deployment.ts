@@ -11,6 +11,8 @@ import { enforceApproved, MIN_WRITTEN_REASON } from "../services/promotions";
 import { deploymentCheckpoints, keyState, liveMetrics, nodeTaps, recentControls, replaceDeployment, savepointDeployment, stopDeployment, throttleSink } from "../services/operations";
 import type { RestoreSource } from "../services/operations";
 import { allowedJobActions, isOwnSavepoint, requireJobAction, RESTORE_FROM_ANOTHER_JOB, type JobEnforcement } from "../services/operating-roles";
+import { probeRunner } from "../services/runner-health";
+import { assertMayResume, resumeDeployment, resumeTarget } from "../services/resume";
 import { analystProcedure, authedProcedure, createTRPCRouter } from "../trpc";
 
 const deploymentInput = z.object({ deploymentId: z.string().min(1) });
@@ -56,6 +58,11 @@ export const deploymentRouter = createTRPCRouter({
       });
       return deployment;
     }),
+  /** Whether the runner answers (and since when it does or does not): the UI never shows a job "running" from stale data. */
+  runnerHealth: authedProcedure.query(async ({ ctx }) => {
+    const h = await probeRunner(ctx.env.runnerUrl);
+    return { reachable: h.reachable, since: h.since, checkedAt: h.checkedAt };
+  }),
   /** Server-sent events: the running job's figures once a second, rates computed on the server. */
   liveMetrics: authedProcedure.input(deploymentInput).subscription(async function* ({ ctx, input, signal }) {
     yield* liveMetrics((await ctx.db()).prisma, ctx.env.runnerUrl, input.deploymentId, signal);
@@ -111,6 +118,24 @@ export const deploymentRouter = createTRPCRouter({
   rescale: analystProcedure
     .input(deploymentInput.extend({ parallelism: z.number().int().min(1).max(32_768), reason: z.string().trim().max(2_000).optional() }))
     .mutation(async ({ ctx, input, path }) => replaceAudited(ctx, path, { deploymentId: input.deploymentId, kind: "rescale", from: null, parallelism: input.parallelism, reason: input.reason })),
+  /** A stopped deployment again, from its newest checkpoint (the one its stop took) or a savepoint folder; approvers only when it may enforce. */
+  resume: analystProcedure
+    .input(deploymentInput.extend({ savepointPath: z.string().trim().min(1).max(1_000).optional(), allowNonRestoredState: z.boolean().optional(), reason: z.string().trim().max(2_000).optional() }))
+    .mutation(async ({ ctx, input }) => {
+      const prisma = (await ctx.db()).prisma;
+      const target = await resumeTarget(prisma, input.deploymentId);
+      assertMayResume(ctx.user, target);
+      const audit = (details: Record<string, string | number | boolean | null>) =>
+        ctx.audit({ action: "resume", subjectType: "deployment", subjectId: target.id, details: { pipelineId: target.pipelineId, versionId: target.versionId, mode: target.mode, runnerJobId: target.runnerJobId, savepointPath: input.savepointPath ?? null, ...details }, reason: input.reason ?? null });
+      try {
+        const result = await resumeDeployment(prisma, ctx.env.runnerUrl, input);
+        await audit({ status: "succeeded", from: result.from, deploymentId: result.deployment.id });
+        return result;
+      } catch (error) {
+        await audit({ status: "failed", error: error instanceof Error ? error.message : String(error) });
+        throw error;
+      }
+    }),
   /**
    * Stops the deployment (one branch of its rule job, or the whole job). Stopping the enforcing
    * version says what happens to enforcement: another version enforces instead (`enforceInstead`,

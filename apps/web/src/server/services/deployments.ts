@@ -107,7 +107,7 @@ async function deployBranch(prisma: PrismaClient, runnerUrl: string, input: Depl
       return { ...row, routingSwitch: null };
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", failureReason: reason, stoppedAt: new Date() } });
+      await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", desired: "stopped", failureReason: reason, stoppedAt: new Date() } });
       throw ruleJobTrouble(error, `deployment ${deployment.id} failed`);
     }
   }
@@ -140,7 +140,7 @@ async function deployBranch(prisma: PrismaClient, runnerUrl: string, input: Depl
       await startRuleJob(runnerUrl, { jobId: live.jobId, rule: { name: version.pipeline.name, branches: keep }, restoreFrom: savepointPath, ...(dropped ? { allowNonRestoredState: true } : {}) }).catch(() => undefined);
       throw ruleJobTrouble(error, `adding version ${version.number} to rule job ${live.jobId}`);
     }
-    await prisma.deployment.updateMany({ where: { runnerJobId: live.jobId, status: { in: ["pending", "running"] }, versionId: { notIn: live.branches.filter((b) => keep.some((k) => k.version === b.number)).map((b) => b.versionId) } }, data: { status: "stopped", stoppedAt: new Date() } });
+    await prisma.deployment.updateMany({ where: { runnerJobId: live.jobId, status: { in: ["pending", "running"] }, versionId: { notIn: live.branches.filter((b) => keep.some((k) => k.version === b.number)).map((b) => b.versionId) } }, data: { status: "stopped", desired: "stopped", stoppedAt: new Date() } });
     const row = await prisma.deployment.create({ data: { pipelineId: version.pipelineId, versionId: version.id, mode: addAs, status: "running", runnerJobId: live.jobId } });
     if (addAs === input.mode) return { ...row, routingSwitch: null };
   }
@@ -186,7 +186,7 @@ async function deploySingleJob(prisma: PrismaClient, runnerUrl: string, input: D
     });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", failureReason: reason, stoppedAt: new Date() } });
+    await prisma.deployment.update({ where: { id: deployment.id }, data: { status: "failed", desired: "stopped", failureReason: reason, stoppedAt: new Date() } });
     // Refused (state that does not fit a restore, a parallelism above maxParallelism): the runner's reason names the nodes.
     if (error instanceof RunnerRefusedError) {
       throw new TRPCError({ code: "BAD_REQUEST", message: `deployment ${deployment.id} refused: ${reason}`, cause: error });

@@ -42,7 +42,9 @@ const MAX_RECONNECTS = 10;
 
 /**
  * The deployment's live figures, one per runner snapshot (1 Hz), until the subscriber leaves.
- * A dropped runner stream is reconnected (the rates continue from the last snapshot seen).
+ * A dropped runner stream is reconnected. While the deployment should run, a silent runner or a job
+ * not back on it yet is waited out (the reconciler brings it back), retrying every 2 s at most;
+ * otherwise the stream ends after MAX_RECONNECTS failures, or at once when the runner has no such job.
  */
 export async function* liveMetrics(prisma: PrismaClient, runnerUrl: string, deploymentId: string, signal: AbortSignal | undefined): AsyncGenerator<LiveMetrics> {
   const deployment = await findDeployment(prisma, deploymentId);
@@ -60,9 +62,13 @@ export async function* liveMetrics(prisma: PrismaClient, runnerUrl: string, depl
       }
     } catch (error) {
       if (signal?.aborted) return;
-      if (error instanceof RunnerJobNotFoundError || ++failures > MAX_RECONNECTS) throw runnerTrouble(error, deploymentId);
+      failures++;
+      // A new run counts from zero: rates start again from its first snapshot.
+      previous = undefined;
+      const wanted = (await prisma.deployment.findUnique({ where: { id: deploymentId }, select: { desired: true } }))?.desired === "running";
+      if (!wanted && (error instanceof RunnerJobNotFoundError || failures > MAX_RECONNECTS)) throw runnerTrouble(error, deploymentId);
     }
-    await sleep(Math.min(10_000, 500 * 2 ** failures), signal);
+    await sleep(Math.min(2_000, 250 * 2 ** failures), signal);
   }
 }
 
@@ -121,7 +127,7 @@ export async function stopDeployment(prisma: PrismaClient, runnerUrl: string, de
   }
   const updated = await prisma.deployment.update({
     where: { id: deploymentId },
-    data: { status: job?.status === "failed" ? "failed" : "stopped", stoppedAt: new Date() },
+    data: { status: job?.status === "failed" ? "failed" : "stopped", desired: "stopped", stoppedAt: new Date() },
     select: { id: true, status: true, stoppedAt: true },
   });
   return {
@@ -339,7 +345,7 @@ export async function replaceDeployment(
     const stopped = await stopJobWithSavepoint(runnerUrl, target.runnerJobId);
     savepoint = stopped.savepointPath;
     run.savepointPath = savepoint;
-    await prisma.deployment.update({ where: { id: target.id }, data: { status: "stopped", stoppedAt: new Date() } });
+    await prisma.deployment.update({ where: { id: target.id }, data: { status: "stopped", desired: "stopped", stoppedAt: new Date() } });
     registry.step(run, `savepoint written: ${savepoint}`);
     registry.step(run, `job stopped (deployment ${target.id})`);
   } catch (error) {

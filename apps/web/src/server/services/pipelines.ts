@@ -74,7 +74,7 @@ export async function getPipeline(prisma: PrismaClient, id: string) {
       deployments: {
         orderBy: { createdAt: "desc" },
         take: RECENT_DEPLOYMENTS,
-        select: { id: true, versionId: true, mode: true, status: true, runnerJobId: true, failureReason: true, createdAt: true, stoppedAt: true },
+        select: { id: true, versionId: true, mode: true, status: true, desired: true, runnerJobId: true, failureReason: true, createdAt: true, stoppedAt: true },
       },
     },
   });

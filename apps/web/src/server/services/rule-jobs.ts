@@ -150,7 +150,7 @@ export async function liveRuleJob(prisma: PrismaClient, runnerUrl: string, pipel
   const rows = await prisma.deployment.findMany({
     where: { pipelineId, mode: { in: ["shadow", "enforcing"] }, status: { in: [...liveStatuses] }, runnerJobId: { startsWith: RULE_JOB_PREFIX } },
     orderBy: { createdAt: "desc" },
-    select: { id: true, versionId: true, mode: true, runnerJobId: true, version: { select: { number: true, graph: true } }, pipeline: { select: { name: true } } },
+    select: { id: true, versionId: true, mode: true, desired: true, runnerJobId: true, version: { select: { number: true, graph: true } }, pipeline: { select: { name: true } } },
   });
   const jobId = rows[0]?.runnerJobId;
   if (!jobId) return null;
@@ -160,9 +160,13 @@ export async function liveRuleJob(prisma: PrismaClient, runnerUrl: string, pipel
   } catch (error) {
     if (!(error instanceof RunnerJobNotFoundError)) throw error;
   }
+  if (view === null && rows.some((r) => r.runnerJobId === jobId && r.desired === "running")) {
+    // The runner restarted: a fresh job now would run beside the one the reconciler brings back.
+    throw new TRPCError({ code: "PRECONDITION_FAILED", message: `rule job ${jobId} should run but the runner does not have it (it restarted); the reconciler is starting it again from its newest checkpoint: try again in a few seconds` });
+  }
   const active = view !== null && ["starting", "running", "restarting"].includes(view.status);
   if (!active || !view?.routing) {
-    await prisma.deployment.updateMany({ where: { runnerJobId: jobId, status: { in: [...liveStatuses] } }, data: { status: view?.status === "failed" ? "failed" : "stopped", stoppedAt: new Date() } });
+    await prisma.deployment.updateMany({ where: { runnerJobId: jobId, status: { in: [...liveStatuses] } }, data: { status: view?.status === "failed" ? "failed" : "stopped", desired: "stopped", stoppedAt: new Date() } });
     return null;
   }
   const branches = rows
@@ -183,7 +187,7 @@ export async function recordSwitch(prisma: PrismaClient, job: { jobId: string; p
       if (done.before[key] === mode) continue;
       const version = await tx.pipelineVersion.findFirst({ where: { pipelineId: job.pipelineId, number: Number(key) }, select: { id: true } });
       if (!version) continue;
-      await tx.deployment.updateMany({ where: { runnerJobId: job.jobId, versionId: version.id, status: { in: [...liveStatuses] } }, data: { status: "stopped", stoppedAt: at } });
+      await tx.deployment.updateMany({ where: { runnerJobId: job.jobId, versionId: version.id, status: { in: [...liveStatuses] } }, data: { status: "stopped", desired: "stopped", stoppedAt: at } });
       if (mode === "stopped") continue;
       const row = await tx.deployment.create({ data: { pipelineId: job.pipelineId, versionId: version.id, mode, status: "running", runnerJobId: job.jobId }, select: { id: true, versionId: true, mode: true, status: true } });
       opened.set(Number(key), row);

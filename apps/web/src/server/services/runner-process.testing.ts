@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { Db } from "@keyflow/db";
+import { PIPELINE_FORMAT } from "@keyflow/operators";
 
 export const REPO = path.resolve(import.meta.dirname, "..", "..", "..", "..", "..");
 export const KEYFLOW_BIN = path.join(REPO, "apps/runner/bin/keyflow.mjs");
@@ -16,6 +17,8 @@ export interface RunnerProcess {
   /** The last 20 kB of its output, for failure messages. */
   log(): string;
   stop(): Promise<void>;
+  /** Kills the process with `signal` (a crash: SIGKILL) and resolves once it is gone. */
+  kill(signal: NodeJS.Signals): Promise<void>;
 }
 
 /**
@@ -65,6 +68,12 @@ export async function startRunnerProcess(dir: string, env: { DATABASE_URL: strin
       await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       if (child.exitCode === null) child.kill("SIGKILL");
     },
+    async kill(signal) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill(signal);
+      await exited;
+    },
   };
 }
 
@@ -72,4 +81,24 @@ export async function startRunnerProcess(dir: string, env: { DATABASE_URL: strin
 export async function dropTestSchema(db: Db | undefined): Promise<void> {
   if (db?.driver.kind === "postgres" && db.driver.schema) await db.driver.pool.query(`DROP SCHEMA IF EXISTS "${db.driver.schema}" CASCADE`);
   await db?.close();
+}
+
+/** A velocity rule on Kafka: payments keyed by card, an alert at the `threshold`-th payment within 10 minutes, written exactly once. */
+export function velocityRule(name: string, threshold: number, input: string, output: string) {
+  return {
+    format: PIPELINE_FORMAT,
+    name,
+    settings: { checkpointIntervalMs: 300, parallelism: 1 },
+    nodes: [
+      { id: "payments", type: "source.kafka", params: { topic: input, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
+      { id: "byCard", type: "keyBy", params: { field: "cardId" } },
+      { id: "velocity", type: "velocity", params: { threshold, windowMs: "10m", idField: "txId" } },
+      { id: "alerts", type: "sink.kafka", params: { topic: output, deliveryGuarantee: "exactly-once" } },
+    ],
+    edges: [
+      { from: "payments", to: "byCard" },
+      { from: "byCard", to: "velocity" },
+      { from: "velocity", to: "alerts" },
+    ],
+  };
 }

@@ -14,11 +14,10 @@ import { Kafka, logLevel, type Admin } from "kafkajs";
 import superjson from "superjson";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDb, migrate, parseDatabaseUrl, type Db, type UserRole } from "@keyflow/db";
-import { PIPELINE_FORMAT } from "@keyflow/operators";
 import { hashPassword } from "../auth/password";
 import { SESSION_COOKIE } from "../auth/session";
 import type { Comparison } from "./comparison";
-import { dropTestSchema, startRunnerProcess, type RunnerProcess } from "./runner-process.testing";
+import { dropTestSchema, startRunnerProcess, velocityRule, type RunnerProcess } from "./runner-process.testing";
 
 const DATABASE_URL = process.env.DATABASE_URL;
 if (!DATABASE_URL) throw new Error("shadow-enforcing.int.test.ts needs DATABASE_URL pointing at a real PostgreSQL server (npm run services)");
@@ -52,22 +51,7 @@ function payments(): string[] {
 
 /** Each rule enforces into a topic of its own: two jobs never write one output (issue 35 point 5). */
 function rule(name: string, threshold: number, input = PAYMENTS, enforcement = ENFORCEMENT) {
-  return {
-    format: PIPELINE_FORMAT,
-    name,
-    settings: { checkpointIntervalMs: 300, parallelism: 1 },
-    nodes: [
-      { id: "payments", type: "source.kafka", params: { topic: input, startFrom: "earliest", timestampField: "ts", maxOutOfOrdernessMs: 1000 } },
-      { id: "byCard", type: "keyBy", params: { field: "cardId" } },
-      { id: "velocity", type: "velocity", params: { threshold, windowMs: "10m", idField: "txId" } },
-      { id: "alerts", type: "sink.kafka", params: { topic: enforcement, deliveryGuarantee: "exactly-once" } },
-    ],
-    edges: [
-      { from: "payments", to: "byCard" },
-      { from: "byCard", to: "velocity" },
-      { from: "velocity", to: "alerts" },
-    ],
-  };
+  return velocityRule(name, threshold, input, enforcement);
 }
 
 type Route = { GET?: (req: Request) => Promise<Response>; POST?: (req: Request) => Promise<Response> };
