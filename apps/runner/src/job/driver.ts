@@ -16,7 +16,7 @@
 // the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { formatBytes, LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, prepareKeyedSubtasks, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -151,6 +151,22 @@ export interface JobDriverOptions {
 
 /** How many completed checkpoints the driver remembers for GET /jobs/:id/checkpoints. */
 const HISTORY = 50;
+/** How often the job's keyed state is measured against settings.maxJobStateBytes. */
+const STATE_BUDGET_CHECK_MS = 1_000;
+
+/** Fails the job (throws) when its keyed state is over its memory budget, naming the largest node. */
+export function checkJobStateBudget(nodes: Record<string, { stateBytes: number }>, maxJobStateBytes: number): void {
+  let total = 0;
+  let largest: [string, number] | undefined;
+  for (const [id, m] of Object.entries(nodes)) {
+    total += m.stateBytes;
+    if (!largest || m.stateBytes > largest[1]) largest = [id, m.stateBytes];
+  }
+  if (total <= maxJobStateBytes || !largest) return;
+  throw new Error(
+    `the job keeps ${formatBytes(total)} of state, over its memory budget of ${formatBytes(maxJobStateBytes)} (settings.maxJobStateBytes); node "${largest[0]}" keeps ${formatBytes(largest[1])}`,
+  );
+}
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
 
@@ -552,6 +568,7 @@ export class JobDriver {
     let nextCheckpointAt = clock.now() + interval;
     const pacer = new MaterializePacer(interval);
     const ahead = new ChangesAheadSchedule(interval);
+    let stateBudgetCheckAt = clock.now() + STATE_BUDGET_CHECK_MS;
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
@@ -580,6 +597,10 @@ export class JobDriver {
       this.markIdlePartitions(now);
       await this.route(job.drain());
       taken?.done();
+      if (now >= stateBudgetCheckAt) {
+        stateBudgetCheckAt = now + STATE_BUDGET_CHECK_MS;
+        checkJobStateBudget(job.metrics(), this.opts.doc.settings.maxJobStateBytes);
+      }
       if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();
         const snapshotAt = performance.now();

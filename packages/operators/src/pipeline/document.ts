@@ -2,6 +2,7 @@
 // This schema checks only the document's shape; operator params and graph rules are checked by
 // the validator (../validate), which reads the operator catalog.
 import { z } from "zod";
+import { DEFAULT_MAX_JOB_STATE_BYTES, DEFAULT_MAX_STATE_BYTES_PER_KEY } from "../limits";
 
 export const PIPELINE_FORMAT = "keyflow.pipeline/v1";
 
@@ -18,6 +19,18 @@ export const pipelineSettingsSchema = z.object({
   parallelism: z.number().int().min(1).max(128).default(1).describe("Subtasks per keyed operator"),
   maxParallelism: z.number().int().min(1).max(32_768).default(128).describe("Number of key groups: the upper bound for rescaling; never change it on a running job"),
   stateBackend: z.enum(["heap", "disk"]).default("heap").describe("Where keyed state lives: in memory, or in an embedded on-disk store"),
+  maxStateBytesPerKey: z
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_MAX_STATE_BYTES_PER_KEY)
+    .describe("Most bytes of state one key may keep in a node whose code decides what it keeps (process.custom), estimated as in the state size badge; a key over it fails the job naming node and key. Default 1 MB"),
+  maxJobStateBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(DEFAULT_MAX_JOB_STATE_BYTES)
+    .describe("Memory budget of the job's keyed state (every node, per runner thread), estimated as in the state size badge and checked about once a second; over it the job fails naming the largest node. Default 256 MB"),
   deadLetterTopic: z.string().min(1).optional().describe("Kafka topic for dead letters; default `<pipeline name>.dlq`"),
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
