@@ -114,3 +114,40 @@ describe("job budgets fail that job, never the runner", () => {
     await expectFailsAlone("dedup-all-1", "bystander-1", /^the job keeps [\d.]+ KB of state, over its memory budget of 64 KB \(settings\.maxJobStateBytes\); node "seen" keeps/);
   }, 60_000);
 });
+
+describe("dry runs run apart from the jobs", () => {
+  it("a dry run that exhausts its memory is an error in the answer; /healthz answers and a running job keeps processing", async () => {
+    if ((await api<JobView>("GET", "/jobs/bystander-1")).status !== 200) await api("POST", "/jobs", { deploymentId: "bystander-1", pipeline: bystander });
+    await eventually(async () => (await processedBy("bystander-1", "big")) > 0, "the bystander job to run");
+    // Every record grows a list of 4^9 numbers (within an expression's budget), and every port keeps
+    // its first 1,000 records: gigabytes, for a draft and a few kilobytes of sample.
+    let grow = "l9";
+    for (let i = 9; i >= 1; i--) grow = `cel.bind(l${i}, l${i - 1} + l${i - 1} + l${i - 1} + l${i - 1}, ${grow})`;
+    const hog = (id: string) => ({ id, type: "map", params: { expression: `{"id": id, "pad": cel.bind(l0, [id], ${grow})}` } });
+    const draft = {
+      format: "keyflow.pipeline/v1",
+      name: "memory-hog",
+      nodes: [
+        { id: "payments", type: "source.file", params: { path: "sample.jsonl", timestampField: "ts" } },
+        hog("grow1"),
+        hog("grow2"),
+        hog("grow3"),
+        { id: "out", type: "sink.file", params: { path: "hog/out.jsonl" } },
+      ],
+      edges: [
+        { from: "payments", to: "grow1" },
+        { from: "grow1", to: "grow2" },
+        { from: "grow2", to: "grow3" },
+        { from: "grow3", to: "out" },
+      ],
+    };
+    const records = Array.from({ length: 1_000 }, (_, i) => JSON.stringify({ id: i, ts: 1_700_000_000_000 + i }));
+    const res = await api<{ error: string }>("POST", "/dry-run", { pipeline: draft, records, recordLimit: 1_000 });
+    expect(res.json.error ?? JSON.stringify(res.json).slice(0, 300)).toMatch(/^the dry run ran out of memory \(its limit is 256 MB\) and was stopped/);
+    expect(res.status).toBe(422);
+    expect((await api<{ status: string }>("GET", "/healthz")).status).toBe(200);
+    const before = await processedBy("bystander-1", "big");
+    await eventually(async () => (await processedBy("bystander-1", "big")) > before + 50, "the bystander job to keep processing", 10_000);
+    expect((await api<JobView>("GET", "/jobs/bystander-1")).json.status).toBe("running");
+  }, 90_000);
+});
