@@ -20,7 +20,7 @@ import {
   type Key,
 } from "../../core/api";
 import { KeyStateBudget } from "../../core/state/budget";
-import { DEFAULT_MAX_STATE_BYTES_PER_KEY } from "../../limits";
+import { DEFAULT_MAX_STATE_BYTES_PER_KEY, MAX_CODE_LENGTH } from "../../limits";
 import { defineOperator, type OperatorInit } from "../../core/spec";
 import { errorRecord, errorsPort } from "../side-outputs";
 
@@ -156,6 +156,7 @@ export const processCustomParams = z.strictObject({
   code: z
     .string()
     .min(1, { error: "must be TypeScript code exporting processElement(record, ctx)" })
+    .max(MAX_CODE_LENGTH, { error: (issue) => `is ${String((issue.input as string).length)} characters long, over the limit of ${MAX_CODE_LENGTH} for code` })
     .default(processCustomTemplate)
     .describe("TypeScript module exporting `processElement(record, ctx)` and optionally `onTimer(timer, ctx)`; see the Context type in the editor"),
 });
