@@ -17,8 +17,8 @@ export const MAX_EVALUATION_ALLOCATION = 1_000_000;
 
 /** Default per-key state limit of a job (settings.maxStateBytesPerKey): 1 MB. */
 export const DEFAULT_MAX_STATE_BYTES_PER_KEY = 1024 * 1024;
-/** Default keyed-state budget of a whole job (settings.maxJobStateBytes): 256 MB. */
-export const DEFAULT_MAX_JOB_STATE_BYTES = 256 * 1024 * 1024;
+/** Default heap keyed-state budget of a whole job (settings.maxJobStateBytes): 512 MB. */
+export const DEFAULT_MAX_JOB_STATE_BYTES = 512 * 1024 * 1024;
 
 /** Heap of the worker a dry run executes in (MB), and its wall-clock limit. */
 export const DRY_RUN_MAX_HEAP_MB = 256;

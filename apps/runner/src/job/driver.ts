@@ -16,7 +16,7 @@
 // the committed checkpoint before it instead (./recover-epoch.ts). KEYFLOW_CRASH_AT (./crash-hook)
 // kills the process between the phases in tests.
 import { createHash } from "node:crypto";
-import { formatBytes, LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
+import { LocalJob, mergeJobSnapshots, SnapshotHold, type LocalJobOptions, type OperatorServices, type PipelineDocument } from "@keyflow/operators";
 import { ParallelExecution, prepareKeyedSubtasks, type TaskEmission, type AnsweredState, type ExchangeOptions, type FailedCheckpoint, type ParallelCheckpoint, type SubtaskMetrics } from "../exec/parallel";
 import { TimeAccount, type TaskTimes } from "../exec/channel";
 import { planParallel, type ParallelPlan } from "../exec/plan";
@@ -29,6 +29,7 @@ import { ChangelogChains, chainMeta, type ChangelogLink, type TaskChangelog } fr
 import { ChangesAheadSchedule, MaterializePacer } from "./materialize";
 import { nextCheckpointDue } from "./checkpoint-schedule";
 import { startSources } from "./source-order";
+import { checkJobStateBudget, STATE_BUDGET_CHECK_MS } from "./state-budget";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointState, CheckpointStore, StoredCheckpoint } from "./checkpoints";
@@ -151,22 +152,6 @@ export interface JobDriverOptions {
 
 /** How many completed checkpoints the driver remembers for GET /jobs/:id/checkpoints. */
 const HISTORY = 50;
-/** How often the job's keyed state is measured against settings.maxJobStateBytes. */
-const STATE_BUDGET_CHECK_MS = 1_000;
-
-/** Fails the job (throws) when its keyed state is over its memory budget, naming the largest node. */
-export function checkJobStateBudget(nodes: Record<string, { stateBytes: number }>, maxJobStateBytes: number): void {
-  let total = 0;
-  let largest: [string, number] | undefined;
-  for (const [id, m] of Object.entries(nodes)) {
-    total += m.stateBytes;
-    if (!largest || m.stateBytes > largest[1]) largest = [id, m.stateBytes];
-  }
-  if (total <= maxJobStateBytes || !largest) return;
-  throw new Error(
-    `the job keeps ${formatBytes(total)} of state, over its memory budget of ${formatBytes(maxJobStateBytes)} (settings.maxJobStateBytes); node "${largest[0]}" keeps ${formatBytes(largest[1])}`,
-  );
-}
 
 type Item = { kind: "batch"; source: RecordSource; batch: SourceBatch } | { kind: "end"; source: RecordSource } | { kind: "error"; source: RecordSource; error: unknown };
 
@@ -599,7 +584,7 @@ export class JobDriver {
       taken?.done();
       if (now >= stateBudgetCheckAt) {
         stateBudgetCheckAt = now + STATE_BUDGET_CHECK_MS;
-        checkJobStateBudget(job.metrics(), this.opts.doc.settings.maxJobStateBytes);
+        checkJobStateBudget(job.metrics(), this.opts.doc.settings);
       }
       if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();

@@ -94,24 +94,24 @@ describe("job budgets fail that job, never the runner", () => {
     await expectFailsAlone("hoarder-1", "bystander-1", /^node "remember": key "[^"]+" keeps 3\.3 MB of state, over the per-key limit of 1 MB \(settings\.maxStateBytesPerKey\)/);
   }, 60_000);
 
-  it("a job whose keyed state crosses settings.maxJobStateBytes fails naming its largest node", async () => {
+  it.each([1, 2])("a job whose keyed state crosses settings.maxJobStateBytes fails naming its largest node (parallelism %i)", async (parallelism) => {
     const dedupAll = {
       format: "keyflow.pipeline/v1",
-      name: "dedup-all",
-      settings: { maxJobStateBytes: 64 * 1024 },
+      name: `dedup-all-${parallelism}`,
+      settings: { maxJobStateBytes: 64 * 1024, parallelism },
       nodes: [
         { id: "payments", type: "source.demo", params: { eventsPerSecond: 2000, seed: 9 } },
         { id: "seen", type: "dedup", params: { field: "txId", ttlMs: "1d" } },
-        { id: "out", type: "sink.file", params: { path: "dedup-all/out.jsonl" } },
+        { id: "out", type: "sink.file", params: { path: `dedup-all-${parallelism}/out.jsonl` } },
       ],
       edges: [
         { from: "payments", to: "seen" },
         { from: "seen", to: "out" },
       ],
     };
-    const created = await api<{ error?: string; issues?: string[] }>("POST", "/jobs", { deploymentId: "dedup-all-1", pipeline: dedupAll });
+    const created = await api<{ error?: string; issues?: string[] }>("POST", "/jobs", { deploymentId: `dedup-all-${parallelism}`, pipeline: dedupAll });
     expect(created.json.issues ?? []).toEqual([]);
-    await expectFailsAlone("dedup-all-1", "bystander-1", /^the job keeps [\d.]+ KB of state, over its memory budget of 64 KB \(settings\.maxJobStateBytes\); node "seen" keeps/);
+    await expectFailsAlone(`dedup-all-${parallelism}`, "bystander-1", /^the job keeps [\d.]+ KB of state, over its memory budget of 64 KB \(settings\.maxJobStateBytes\); node "seen" keeps/);
   }, 60_000);
 });
 

@@ -30,7 +30,7 @@ export const pipelineSettingsSchema = z.object({
     .int()
     .positive()
     .default(DEFAULT_MAX_JOB_STATE_BYTES)
-    .describe("Memory budget of the job's keyed state (every node, per runner thread), estimated as in the state size badge and checked about once a second; over it the job fails naming the largest node. Default 256 MB"),
+    .describe("Memory budget of the job's keyed state on the heap (every node and keyed subtask), estimated as in the state size badge and checked about once a second; over it the job fails naming the largest node. Not applied to stateBackend \"disk\". Default 512 MB"),
   deadLetterTopic: z.string().min(1).optional().describe("Kafka topic for dead letters; default `<pipeline name>.dlq`"),
 });
 export type PipelineSettings = z.infer<typeof pipelineSettingsSchema>;
