@@ -42,6 +42,9 @@ export {
   type ValidationResult,
 } from "./pipeline/validate";
 
+// ---- Budgets on user code and expressions (defaults in one place) ----
+export * from "./limits";
+
 // ---- Expressions (CEL) ----
 export * from "./expr/index";
 

@@ -48,6 +48,7 @@ import { KeySkew } from "../ops/skew";
 import { pushSourceBatch, type PartitionActivity } from "../job/push-batch";
 import { nextCheckpointDue } from "../job/checkpoint-schedule";
 import { startSources } from "../job/source-order";
+import { checkJobStateBudget, stateBytesByNode } from "../job/state-budget";
 import { codec, DEAD, IDLE, OutputBuffer, postItem, REC, SINK, SINK_JSON, toItem, type CodecName, type Payload, type WireMessage } from "./wire";
 import { workerBundle } from "./worker-bundle";
 
@@ -343,6 +344,11 @@ export class ParallelExecution {
         return;
       case "metrics":
         this.reports[i] = m.report;
+        try {
+          checkJobStateBudget(stateBytesByNode(this.reports), this.ctx.doc.settings);
+        } catch (err) {
+          this.failure?.(err);
+        }
         return;
       case "state": {
         const q = this.stateQueries.get(m.id);

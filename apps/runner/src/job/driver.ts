@@ -29,6 +29,7 @@ import { ChangelogChains, chainMeta, type ChangelogLink, type TaskChangelog } fr
 import { ChangesAheadSchedule, MaterializePacer } from "./materialize";
 import { nextCheckpointDue } from "./checkpoint-schedule";
 import { startSources } from "./source-order";
+import { checkJobStateBudget, STATE_BUDGET_CHECK_MS } from "./state-budget";
 import { crashPoint } from "./crash-hook";
 import { FencedError, isFenced } from "./lease";
 import type { CheckpointMeta, CheckpointState, CheckpointStore, StoredCheckpoint } from "./checkpoints";
@@ -552,6 +553,7 @@ export class JobDriver {
     let nextCheckpointAt = clock.now() + interval;
     const pacer = new MaterializePacer(interval);
     const ahead = new ChangesAheadSchedule(interval);
+    let stateBudgetCheckAt = clock.now() + STATE_BUDGET_CHECK_MS;
     while (active > 0) {
       if (this.finishingFailure !== undefined) throw this.finishingFailure;
       if (this.stopRequested !== undefined) return false;
@@ -580,6 +582,10 @@ export class JobDriver {
       this.markIdlePartitions(now);
       await this.route(job.drain());
       taken?.done();
+      if (now >= stateBudgetCheckAt) {
+        stateBudgetCheckAt = now + STATE_BUDGET_CHECK_MS;
+        checkJobStateBudget(job.metrics(), this.opts.doc.settings);
+      }
       if ((clock.now() >= nextCheckpointAt || this.checkpointWanted) && active > 0) {
         const startedAt = clock.now();
         const snapshotAt = performance.now();

@@ -13,7 +13,8 @@ import type { PipelineDocument } from "@keyflow/operators";
 import type { RunnerEnv } from "../env";
 import type { Logger } from "../log";
 import { errorMessage } from "../log";
-import { dryRun, primarySource, type DryRunInput, type DryRunResult } from "../job/dry-run";
+import { primarySource, type DryRunInput, type DryRunResult } from "../job/dry-run";
+import { DryRunAbortedError, dryRunIsolated } from "../job/dry-run-isolated";
 import { readLastRecords } from "../job/dry-run-kafka";
 
 export const MAX_SAMPLE_LINES = 100_000;
@@ -88,7 +89,9 @@ export async function runDryRun(doc: PipelineDocument, req: DryRunRequest, deps:
   }
   let result: DryRunResult;
   try {
-    result = await dryRun(doc, inputs, {
+    // Apart from the jobs: a draft that exhausts its worker's heap or time is an error here, nothing more.
+    result = await dryRunIsolated(doc, inputs, {
+      log: deps.log,
       ...(req.recordLimit !== undefined ? { recordLimit: req.recordLimit } : {}),
       sandbox: {
         ...(deps.env.sandboxTimeoutMs !== undefined ? { timeoutMs: deps.env.sandboxTimeoutMs } : {}),
@@ -97,6 +100,7 @@ export async function runDryRun(doc: PipelineDocument, req: DryRunRequest, deps:
       },
     });
   } catch (err) {
+    if (err instanceof DryRunAbortedError) throw new DryRunRequestError(422, err.message);
     throw new DryRunRequestError(422, `the pipeline cannot run: ${errorMessage(err)}`);
   }
   deps.log.debug(`dry run of "${doc.name}": ${Object.values(result.inputs).reduce((n, i) => n + i.records, 0)} records in, ${result.alerts.count} alerts, ${result.deadLetters.count} dead letters, ${result.durationMs} ms`);

@@ -137,6 +137,18 @@ describe("tRPC API", () => {
     expect((await api.pipeline.get({ id })).draft.nodes).toHaveLength(3);
   });
 
+  it("refuses a draft with a 5 MB paste in an expression, naming the param; the stored draft is unchanged", async () => {
+    const { id } = await api.pipeline.create({ name: "pasted" });
+    await api.pipeline.saveDraft({ pipelineId: id, graph: doc("pasted") });
+    const error = await rejection(api.pipeline.saveDraft({ pipelineId: id, graph: doc("pasted", "x".repeat(5 * 1024 * 1024)) }));
+    expect(error.code).toBe("BAD_REQUEST");
+    expect(error.message).toContain('node \\"large\\": param \\"expression\\" is 5242880 characters long, over the limit of 200000');
+    expect((await api.pipeline.get({ id })).draft.nodes.find((n) => n.id === "large")?.params).toEqual({ expression: 'amount > 50000 && country != "SA"' });
+    // Over an expression's own limit: the validator names node and param.
+    const long = await api.pipeline.validate({ graph: doc("v", `amount > ${"1".repeat(10_000)}`) });
+    expect(long.issues.map((i) => i.message)).toContainEqual(expect.stringMatching(/node "large".*expression.*over the limit of 10000/));
+  });
+
   it("validates without storing", async () => {
     expect((await api.pipeline.validate({ graph: doc("v") })).ok).toBe(true);
     const bad = await api.pipeline.validate({ graph: doc("v", "amount >") });

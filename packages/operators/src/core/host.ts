@@ -23,7 +23,7 @@ import type {
 } from "./api";
 import { MAX_WATERMARK, MIN_WATERMARK, errorOutput } from "./api";
 import { DEFAULT_MAX_PARALLELISM, keyGroupOf, keyGroupRangeContains, type KeyGroupRange } from "./keys";
-import type { ImpliedTimers, KeySelector, OperatorServices, OperatorSpec } from "./spec";
+import type { ImpliedTimers, KeySelector, OperatorInit, OperatorServices, OperatorSpec } from "./spec";
 import { decodeSnapshot, encodeSnapshotPieces, joinPieces, packValues, type PieceRef, type SnapshotPieces } from "./snapshot-codec";
 import {
   ExpiryIndex,
@@ -77,7 +77,7 @@ export interface OperatorHostOptions {
   keyGroupRange?: KeyGroupRange;
   backend?: KeyedStateBackend;
   /** Services injected by the runner, passed to spec.create in init (process.custom's sandbox). */
-  services?: OperatorServices;
+  services?: OperatorServices & Pick<OperatorInit, "maxStateBytesPerKey">;
 }
 
 export interface StateStats {

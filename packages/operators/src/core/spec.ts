@@ -94,6 +94,8 @@ export interface OperatorInit {
    * ignore it.
    */
   customFunctionFactory?: CustomFunctionFactory;
+  /** settings.maxStateBytesPerKey of the job: process.custom fails the job when a key keeps more. */
+  maxStateBytesPerKey?: number;
 }
 
 /** The services the runner injects into every operator's init (LocalJobOptions.operatorServices). */

@@ -163,3 +163,59 @@ describe("fields named like CEL built-ins", () => {
     expect(() => e.test({ type: "login" })).toThrow(/write `record.type` to read the field named type/);
   });
 });
+
+describe("CEL budgets: an expression fails a record, never the process", () => {
+  // The attack: a short expression whose lists grow `factor` times at every bind.
+  const doubling = (levels: number, factor = 2): string => {
+    let body = `l${levels}.size() > 0`;
+    for (let i = levels; i >= 1; i--) body = `cel.bind(l${i}, ${Array(factor).fill(`l${i - 1}`).join(" + ")}, ${body})`;
+    return `cel.bind(l0, [1, 2, 3, 4, 5, 6, 7, 8], ${body})`;
+  };
+
+  it("fails the record when an evaluation creates more than its allocation budget", () => {
+    const e = compile(doubling(6, 8));
+    expect(() => e.test({})).toThrow(ExpressionEvaluationError);
+    expect(() => e.test({})).toThrow(/evaluation budget: it created more than 1000000 characters, list elements and map entries/);
+  });
+
+  it("fails the record when an evaluation takes more steps than its budget", () => {
+    const tens = `[${Array.from({ length: 40 }, (_, i) => i).join(", ")}]`;
+    const e = compile(`${tens}.map(a, ${tens}.map(b, ${tens}.map(c, a + b + c))).size() > 0`);
+    expect(() => e.test({})).toThrow(/evaluation budget: it took more than 100000 steps/);
+  });
+
+  it("survives the 967-character expression that ran the runner out of memory", async () => {
+    const { execFileSync } = await import("node:child_process");
+    let source = doubling(10, 12); // 8 * 12^10 elements, within the nesting limit
+    const padded = (pad: number) => `${source.slice(0, -1)} && "${"x".repeat(pad)}" != "")`;
+    source = padded(967 - padded(0).length);
+    expect(source).toHaveLength(967);
+    // In a child with a small heap, so the unbudgeted evaluation dies there and not in the test.
+    const script = `import { compileExpression } from ${JSON.stringify(new URL("./cel.ts", import.meta.url).pathname)};
+      try { compileExpression(process.argv[1], { nodeId: "f", param: "expression" }).test({}); console.log("evaluated"); }
+      catch (e) { console.log(e.name + ": " + e.message); }`;
+    const out = execFileSync(process.execPath, ["--max-old-space-size=192", "--import", "tsx", "--input-type=module", "-e", script, source], { encoding: "utf8", timeout: 60_000 });
+    expect(out).toMatch(/^ExpressionEvaluationError: node "f": param "expression": evaluation budget/);
+  }, 70_000);
+
+  it("runs matches() in linear time (RE2): a catastrophic backtracking pattern answers at once", () => {
+    const e = compile('card.matches("(a+)+$")');
+    const started = performance.now();
+    expect(e.test({ card: `${"a".repeat(24)}b` })).toBe(false);
+    expect(e.test({ card: `${"a".repeat(100_000)}b` })).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(e.test({ card: "aaa" })).toBe(true);
+    expect(compile('card.matches("^c-[0-9]+$")').test({ card: "c-12" })).toBe(true);
+  });
+
+  it("refuses a pattern RE2 cannot run, at parse time when it is a literal and per record otherwise", () => {
+    expect(() => compile('card.matches("(a)\\\\1")')).toThrow(/param "expression": .*regular expression/);
+    expect(() => compile("card.matches(pattern)").test({ card: "a", pattern: "(?=a)" })).toThrow(ExpressionEvaluationError);
+  });
+
+  it("refuses an expression over the length limit or nested too deep, naming node and param", () => {
+    expect(() => compile(`amount > ${"1".repeat(5)} || ${"x == 1 || ".repeat(1_200)}x == 2`)).toThrow(/node "f": param "expression": the expression is 1\d{4} characters long, over the limit of 10000/);
+    expect(() => compile(`${"(".repeat(40)}1${")".repeat(40)} == 1`)).toThrow(/node "f": param "expression": the expression nests deeper than 32 levels/);
+    expect(checkExpression("x".repeat(10_001), site)[0]?.message).toMatch(/over the limit of 10000/);
+  });
+});

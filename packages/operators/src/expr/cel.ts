@@ -9,8 +9,14 @@
 // has no arithmetic between them (`amount * 2` is "no such overload: double * int"). We register
 // the mixed overloads (and `%` on doubles, which CEL lacks but structuring rules need:
 // `amount % 1000 == 0`), so arithmetic works whatever the JSON spelling of the number.
+//
+// Budgets (../limits): the source's length and nesting are parse-time errors; every evaluation
+// is metered (steps, and the characters, list elements and map entries it creates), and
+// `matches()` runs on RE2 (re2js, linear time), so an expression fails its record, never the job.
 import { Environment, type ASTNode } from "@marcbachmann/cel-js";
+import { RE2JS } from "re2js";
 import type { JsonObject, JsonValue } from "../core/api";
+import { MAX_EVALUATION_ALLOCATION, MAX_EVALUATION_STEPS, MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_LENGTH, MAX_EXPRESSION_NODES } from "../limits";
 
 /** Where an expression lives in a pipeline, so every error can name the node and the param. */
 export interface ExpressionSite {
@@ -97,7 +103,7 @@ function buildEnvironment(): Environment {
     unlistedVariablesAreDyn: true,
     // `[amount, 1]` mixes a double field and an int literal; records are dynamically typed.
     homogeneousAggregateLiterals: false,
-    limits: { maxAstNodes: 10_000, maxDepth: 100 },
+    limits: { maxAstNodes: MAX_EXPRESSION_NODES, maxDepth: MAX_EXPRESSION_DEPTH },
   });
   const arithmetic: Record<string, (a: number, b: number) => number> = {
     "+": (a, b) => a + b,
@@ -110,8 +116,134 @@ function buildEnvironment(): Environment {
     env.registerOperator(`double ${op} int`, (a: Num, b: Num) => fn(toNum(a), toNum(b)));
     env.registerOperator(`int ${op} double`, (a: Num, b: Num) => fn(toNum(a), toNum(b)));
   }
-  env.registerOperator("double % double", (a: number, b: number) => a % b);
+  // cel-js hands an operator its evaluator; the first `%` below gives us the one to meter.
+  let evaluator: MeteredEvaluator | undefined;
+  env.registerOperator("double % double", ((a: number, b: number, _ast: unknown, ev: MeteredEvaluator) => {
+    evaluator ??= ev;
+    return a % b;
+  }) as (a: number, b: number) => number);
+  env.evaluate("1.0 % 2.0");
+  if (!evaluator) throw new Error("cel-js did not pass its evaluator to an operator: the evaluation meter cannot be installed");
+  installMeter(evaluator);
   return env;
+}
+
+// ---- Evaluation budget and RE2 ----------------------------------------------------------------
+
+/** The part of cel-js's evaluator the meter wraps: every child node is evaluated through run(). */
+interface MeteredEvaluator {
+  run(ast: ASTNode, ctx: unknown): unknown;
+}
+type EvaluableNode = ASTNode & { evaluate(ev: MeteredEvaluator, ast: ASTNode, ctx: unknown): unknown };
+
+/** The meter of the evaluation in progress (evaluation is synchronous, so one at a time). */
+interface Meter {
+  steps: number;
+  allocated: number;
+  exceeded: string | undefined;
+}
+let meter: Meter | undefined;
+
+class BudgetExceeded extends Error {}
+class UnsupportedPattern extends Error {}
+
+/** Nodes whose result is a value the evaluation made (reads of fields and literals are not). */
+const ALLOCATING_OPS = new Set(["+", "list", "map", "call", "rcall", "comprehension"]);
+
+function allocationOf(v: unknown): number {
+  if (typeof v === "string") return v.length;
+  if (Array.isArray(v) || v instanceof Uint8Array) return v.length;
+  if (v instanceof Map) return v.size;
+  return 0;
+}
+
+function overBudget(m: Meter, why: string): never {
+  m.exceeded ??= why;
+  throw new BudgetExceeded(m.exceeded);
+}
+
+const patterns = new Map<string, RE2JS>();
+function re2(pattern: string): RE2JS {
+  let compiled = patterns.get(pattern);
+  if (!compiled) {
+    try {
+      compiled = RE2JS.compile(pattern);
+    } catch (e) {
+      throw new UnsupportedPattern(`matches(): the pattern ${JSON.stringify(pattern)} is not a regular expression RE2 runs (${(e as Error).message}); backreferences and lookaround are not supported`);
+    }
+    if (patterns.size >= 256) patterns.clear();
+    patterns.set(pattern, compiled);
+  }
+  return compiled;
+}
+
+/** `s.matches(p)`: the receiver and the pattern nodes, when `ast` is such a call. */
+function matchesCall(ast: ASTNode): [ASTNode, ASTNode] | undefined {
+  if (ast.op !== "rcall") return undefined;
+  const [name, receiver, args] = ast.args;
+  return name === "matches" && args.length === 1 && args[0] ? [receiver, args[0]] : undefined;
+}
+
+const isBind = (ast: ASTNode): boolean => ast.op === "rcall" && ast.args[0] === "bind";
+
+function installMeter(ev: MeteredEvaluator): void {
+  ev.run = function run(this: MeteredEvaluator, ast: ASTNode, ctx: unknown): unknown {
+    const m = meter;
+    if (m) {
+      if (m.exceeded) throw new BudgetExceeded(m.exceeded);
+      if (++m.steps > MAX_EVALUATION_STEPS) overBudget(m, `it took more than ${MAX_EVALUATION_STEPS} steps`);
+    }
+    const call = matchesCall(ast);
+    let result: unknown;
+    if (call) {
+      const text = this.run(call[0], ctx);
+      const pattern = this.run(call[1], ctx);
+      // Anything but two strings: cel-js's own overload resolution says what is wrong.
+      result = typeof text === "string" && typeof pattern === "string" ? re2(pattern).matcher(text).find() : (ast as EvaluableNode).evaluate(this, ast, ctx);
+    } else {
+      result = (ast as EvaluableNode).evaluate(this, ast, ctx);
+    }
+    // cel.bind(v, init, body) hands its body's value through: counted where it was made.
+    if (m && ALLOCATING_OPS.has(ast.op) && !isBind(ast) && (m.allocated += allocationOf(result)) > MAX_EVALUATION_ALLOCATION) {
+      overBudget(m, `it created more than ${MAX_EVALUATION_ALLOCATION} characters, list elements and map entries`);
+    }
+    return result;
+  };
+}
+
+/** cel-js evaluates the root node directly, not through run(): route it through run() as well. */
+function routeRootThroughRun(root: ASTNode): void {
+  type Evaluate = (ev: MeteredEvaluator, ast: ASTNode, ctx: unknown) => unknown;
+  // cel-js replaces a node's evaluate() by its operator's on the first call: keep that as `inner`.
+  let inner = (root as EvaluableNode).evaluate as Evaluate;
+  let entered = false;
+  const outer: Evaluate = (ev, ast, ctx) => {
+    if (entered) return inner.call(root, ev, ast, ctx);
+    entered = true;
+    try {
+      return ev.run(root, ctx);
+    } finally {
+      entered = false;
+    }
+  };
+  Object.defineProperty(root, "evaluate", {
+    configurable: true,
+    get: () => outer,
+    set: (fn: Evaluate) => {
+      inner = fn;
+    },
+  });
+}
+
+/** Literal patterns are checked when the expression is compiled, so the editor marks them. */
+function checkLiteralPatterns(node: ASTNode, visit: (pattern: string, node: ASTNode) => void): void {
+  const call = matchesCall(node);
+  if (call && call[1].op === "value" && typeof call[1].args === "string") visit(call[1].args, call[1]);
+  const walk = (v: unknown): void => {
+    if (isAstNode(v)) checkLiteralPatterns(v, visit);
+    else if (Array.isArray(v)) v.forEach(walk);
+  };
+  walk(node.args);
 }
 
 let sharedEnv: Environment | undefined;
@@ -274,14 +406,32 @@ export function compileExpression(source: string, site: ExpressionSite): Compile
   if (source.trim() === "") {
     throw new ExpressionSyntaxError(site, "the expression is empty", spanOf(source, { start: 0, end: source.length }) as SourceSpan);
   }
+  if (source.length > MAX_EXPRESSION_LENGTH) {
+    throw new ExpressionSyntaxError(site, `the expression is ${source.length} characters long, over the limit of ${MAX_EXPRESSION_LENGTH}`, spanOf(source, { start: MAX_EXPRESSION_LENGTH, end: source.length }) as SourceSpan);
+  }
   let parsed: ReturnType<Environment["parse"]>;
   try {
     parsed = environment().parse(source);
   } catch (e) {
     if (!isCelError(e)) throw e;
     const span = spanOf(source, e.range) ?? (spanOf(source, { start: 0, end: 0 }) as SourceSpan);
+    if (e.code === "limit_exceeded") {
+      const detail = /maxDepth/.test(e.message)
+        ? `the expression nests deeper than ${MAX_EXPRESSION_DEPTH} levels (brackets, calls, ternaries); simplify it or split it over several nodes`
+        : `the expression has more than ${MAX_EXPRESSION_NODES} terms; simplify it or split it over several nodes`;
+      throw new ExpressionSyntaxError(site, detail, span);
+    }
     throw new ExpressionSyntaxError(site, `syntax error at line ${span.start.line}, column ${span.start.column}: ${summaryOf(e)}`, span);
   }
+  routeRootThroughRun(parsed.ast);
+  checkLiteralPatterns(parsed.ast, (pattern, node) => {
+    try {
+      re2(pattern);
+    } catch (e) {
+      if (!(e instanceof UnsupportedPattern)) throw e;
+      throw new ExpressionSyntaxError(site, e.message, spanOf(source, node.range) as SourceSpan);
+    }
+  });
   const free = new Set<string>();
   collectFreeVariables(parsed.ast, new Set(), free);
   // `record` names the whole record, so fields whose names are CEL built-ins (`type`, `int`,
@@ -291,10 +441,20 @@ export function compileExpression(source: string, site: ExpressionSite): Compile
   const fields = [...free].sort();
 
   const run = (record: JsonObject): unknown => {
+    const outer = meter;
+    const m: Meter = { steps: 0, allocated: 0, exceeded: undefined };
+    meter = m;
     try {
       const activation = usesRecordVariable && !Object.hasOwn(record, RECORD_VARIABLE) ? { ...record, [RECORD_VARIABLE]: record } : record;
-      return parsed(activation) as unknown;
+      const result = parsed(activation) as unknown;
+      // `a || b` swallows an error in `a` when `b` decides; a blown budget is never swallowed.
+      if (m.exceeded) throw new BudgetExceeded(m.exceeded);
+      return result;
     } catch (e) {
+      if (e instanceof BudgetExceeded || m.exceeded) throw new ExpressionEvaluationError(site, `evaluation budget: ${m.exceeded ?? (e as Error).message}; the record is refused`);
+      // V8's own ceiling on a string or array length: the same budget, met by one step.
+      if (e instanceof RangeError) throw new ExpressionEvaluationError(site, `evaluation budget: ${e.message.toLowerCase()}; the record is refused`);
+      if (e instanceof UnsupportedPattern) throw new ExpressionEvaluationError(site, e.message);
       if (!isCelError(e)) throw e;
       const span = spanOf(source, e.range);
       if (e.code === "unknown_variable" && e.range) {
@@ -312,6 +472,8 @@ export function compileExpression(source: string, site: ExpressionSite): Compile
             ? ` (field "${nullField}" is null)`
             : "";
       throw new ExpressionEvaluationError(site, `${summaryOf(e)}${hint}`, span, hint ? nullField : undefined);
+    } finally {
+      meter = outer;
     }
   };
   const fail = (why: string): never => {

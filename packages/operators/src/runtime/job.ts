@@ -190,7 +190,7 @@ export class LocalJob {
           onWatermark: (wm) => this.forwardWatermark(id, wm),
           ...(opts.keyGroupRange ? { keyGroupRange: opts.keyGroupRange } : {}),
           ...(hostSnapshot ? { restoreFrom: hostSnapshot } : {}),
-          ...(opts.operatorServices ? { services: opts.operatorServices } : {}),
+          services: { ...opts.operatorServices, maxStateBytesPerKey: document.settings.maxStateBytesPerKey },
           ...(opts.stateBackend ? { backend: opts.stateBackend(id) } : {}),
         });
         this.hosts.set(id, host);

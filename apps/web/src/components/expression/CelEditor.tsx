@@ -22,6 +22,8 @@ export interface CelEditorProps {
   ariaLabel?: string;
   /** Told of the markers after each check (e.g. to show a count beside the field). */
   onValidate?: (markers: CelMarker[]) => void;
+  /** Told why an input over the expression length limit was refused (undefined once a change fits). */
+  onTooLong?: (message: string | undefined) => void;
   /** Default `cel-<param>`. */
   testId?: string;
   /** Put on Monaco's own text area once it exists (the inspector's `param-<key>`). */

@@ -6,6 +6,7 @@ import Editor, { type OnMount } from "@monaco-editor/react";
 import { useCallback, useEffect, useRef } from "react";
 import { KEYFLOW_THEME } from "../editor/monaco";
 import { CEL_LANGUAGE_ID, celMarkers } from "./cel-language";
+import { fits, guardPaste } from "./length-guard";
 import { celModelFields, monaco, registerKeyflowLanguages } from "./monaco-languages";
 import type { CelEditorProps } from "./CelEditor";
 
@@ -19,7 +20,7 @@ export function celModelPath(nodeId: string, param: string): string {
   return `keyflow://cel/${encodeURIComponent(nodeId)}/${encodeURIComponent(param)}.cel`;
 }
 
-export function CelEditorImpl({ value, onChange, nodeId, param, fields, maxLines = 6, readOnly = false, ariaLabel, onValidate, inputTestId }: CelEditorProps) {
+export function CelEditorImpl({ value, onChange, nodeId, param, fields, maxLines = 6, readOnly = false, ariaLabel, onValidate, inputTestId, onTooLong }: CelEditorProps) {
   const path = celModelPath(nodeId, param);
   const editorRef = useRef<monaco.editor.IStandaloneCodeEditor | null>(null);
   const hostRef = useRef<HTMLDivElement | null>(null);
@@ -62,6 +63,7 @@ export function CelEditorImpl({ value, onChange, nodeId, param, fields, maxLines
   const onMount: OnMount = (editor) => {
     editorRef.current = editor;
     if (inputTestId) editor.getDomNode()?.querySelector("textarea")?.setAttribute("data-testid", inputTestId);
+    guardPaste(editor, "expression", (message) => onTooLong?.(message));
     editor.onDidContentSizeChange(fit);
     fit();
     check(editor.getValue());
@@ -74,7 +76,12 @@ export function CelEditorImpl({ value, onChange, nodeId, param, fields, maxLines
         language={CEL_LANGUAGE_ID}
         theme={KEYFLOW_THEME}
         value={value}
-        onChange={(next) => onChange(next ?? "")}
+        onChange={(next) => {
+          const text = next ?? "";
+          // Typed or dropped past the limit (a paste was refused before): put the last value back.
+          if (fits("expression", text, onTooLong)) onChange(text);
+          else editorRef.current?.setValue(value);
+        }}
         onMount={onMount}
         loading={<div className="kf-cel__loading">{value}</div>}
         options={{

@@ -10,6 +10,8 @@ export interface CustomCodeEditorProps {
   /** Pixels; default 360. */
   height?: number;
   readOnly?: boolean;
+  /** Told why an input over the code length limit was refused (undefined once a change fits). */
+  onTooLong?: (message: string | undefined) => void;
   /** Default `code-<nodeId>`. */
   testId?: string;
   /** Put on Monaco's own text area once it exists (the inspector's `param-<key>`). */

@@ -3,7 +3,9 @@
 // (monaco-languages.ts): `ctx.` completes, and a wrong call or a missing export is a type error.
 import Editor from "@monaco-editor/react";
 import { KEYFLOW_THEME } from "../editor/monaco";
-import { registerKeyflowLanguages } from "./monaco-languages";
+import { useRef } from "react";
+import { fits, guardPaste } from "./length-guard";
+import { registerKeyflowLanguages, type monaco } from "./monaco-languages";
 import type { CustomCodeEditorProps } from "./CustomCodeEditor";
 
 registerKeyflowLanguages();
@@ -12,7 +14,8 @@ export function customCodePath(nodeId: string): string {
   return `file:///keyflow/process-custom/${encodeURIComponent(nodeId)}.ts`;
 }
 
-export function CustomCodeEditorImpl({ value, onChange, nodeId, height = 360, readOnly = false, inputTestId }: CustomCodeEditorProps) {
+export function CustomCodeEditorImpl({ value, onChange, nodeId, height = 360, readOnly = false, inputTestId, onTooLong }: CustomCodeEditorProps) {
+  const editorRef = useRef<monaco.editor.IStandaloneCodeEditor | null>(null);
   return (
     <Editor
       path={customCodePath(nodeId)}
@@ -20,8 +23,15 @@ export function CustomCodeEditorImpl({ value, onChange, nodeId, height = 360, re
       theme={KEYFLOW_THEME}
       value={value}
       height={height}
-      onChange={(next) => onChange(next ?? "")}
+      onChange={(next) => {
+        const text = next ?? "";
+        // Typed or dropped past the limit (a paste was refused before): put the last value back.
+        if (fits("code", text, onTooLong)) onChange(text);
+        else editorRef.current?.setValue(value);
+      }}
       onMount={(editor) => {
+        editorRef.current = editor;
+        guardPaste(editor, "code", (message) => onTooLong?.(message));
         if (inputTestId) editor.getDomNode()?.querySelector("textarea")?.setAttribute("data-testid", inputTestId);
       }}
       loading={<div className="kf-panel__loading">Loading editor…</div>}

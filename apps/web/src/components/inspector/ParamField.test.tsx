@@ -154,3 +154,27 @@ describe("the inspector's generated form (dailyTotal)", () => {
     expect(errorsOf("timeZone")).toEqual([]);
   });
 });
+
+describe("length limits of expression and code fields", () => {
+  const fiveMb = "x".repeat(5 * 1024 * 1024);
+
+  it("refuses a 5 MB paste into an expression with a message; nothing is stored", () => {
+    const onParams = vi.fn();
+    render(<Form type="filter" initial={{ expression: "amount > 1" }} onParams={onParams} />);
+    type("param-expression", fiveMb);
+    expect(onParams).not.toHaveBeenCalled();
+    expect(errorsOf("expression")).toEqual([expect.stringMatching(/^refused: that would make the expression 5,242,880 characters long; an expression holds at most 10,000/)]);
+    expect((screen.getByTestId("param-expression") as HTMLTextAreaElement).value).toBe("amount > 1");
+    type("param-expression", "amount > 2");
+    expect(onParams).toHaveBeenLastCalledWith({ expression: "amount > 2" }, ["expression"], "amount > 2");
+    expect(errorsOf("expression")).toEqual([]);
+  });
+
+  it("refuses a 5 MB paste into process.custom's code with a message; nothing is stored", () => {
+    const onParams = vi.fn();
+    render(<Form type="process.custom" onParams={onParams} />);
+    type("param-code", fiveMb);
+    expect(onParams).not.toHaveBeenCalled();
+    expect(errorsOf("code")).toEqual([expect.stringMatching(/^refused: that would make the code 5,242,880 characters long; a code field holds at most 200,000/)]);
+  });
+});

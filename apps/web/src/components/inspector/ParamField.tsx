@@ -9,6 +9,7 @@
 // Every control puts `data-testid="param-<key>"` on its input (`param-windowMs`, `param-aggregate.op`).
 import { createContext, memo, useContext, useEffect, useId, useRef, useState, type ComponentType, type ReactNode } from "react";
 import type { Issue } from "@keyflow/operators";
+import { fits } from "../expression/length-guard";
 import { InlineMarkdown } from "../palette/Markdown";
 import { describeDuration, formatFieldValue, issueText, parseFieldInput, placeholderOf, timeZoneOptions, type FieldDescriptor, type FieldKind } from "./fields";
 
@@ -51,6 +52,8 @@ function useFieldText({ field, value, onChange, onLocalError }: Pick<ParamContro
     onLocalError(undefined);
   }, [field, value, onLocalError]);
   const change = (next: string) => {
+    // Over the field's length limit (a 5 MB paste): refused with a message, neither shown nor stored.
+    if (!fits(field.kind === "cel" ? "expression" : "code", next, onLocalError)) return;
     setText(next);
     const parsed = parseFieldInput(field, next);
     onLocalError(parsed.error);
@@ -155,7 +158,7 @@ function BooleanControl({ field, value, onChange, disabled, testId, inputId }: P
 }
 
 /** A record of named values (map's `assignments`): one row per name. */
-function MapControl({ field, value, onChange, disabled, testId }: ParamControlProps) {
+function MapControl({ field, value, onChange, onLocalError, disabled, testId }: ParamControlProps) {
   const entries = value !== null && typeof value === "object" && !Array.isArray(value) ? Object.entries(value as Record<string, unknown>) : [];
   const write = (next: [string, unknown][]) => onChange(next.length ? Object.fromEntries(next) : undefined);
   const pattern = field.keyPattern ? new RegExp(field.keyPattern) : undefined;
@@ -179,7 +182,10 @@ function MapControl({ field, value, onChange, disabled, testId }: ParamControlPr
             spellCheck={false}
             aria-label={`${field.label}: ${name || `value ${i + 1}`}`}
             data-testid={`${testId}-value-${i}`}
-            onChange={(e) => write(entries.map((entry, j) => (j === i ? [entry[0], e.target.value] : entry)))}
+            onChange={(e) => {
+              if (!fits(field.valueKind === "cel" ? "expression" : "code", e.target.value, onLocalError)) return;
+              write(entries.map((entry, j) => (j === i ? [entry[0], e.target.value] : entry)));
+            }}
           />
           <button type="button" className="kf-icon-button" disabled={disabled} aria-label={`Remove ${name}`} onClick={() => write(entries.filter((_, j) => j !== i))}>
             ×

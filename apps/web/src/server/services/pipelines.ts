@@ -11,7 +11,7 @@
 // Each change takes an optional `audit` callback that runs inside the change's own transaction: the
 // change and its audit record commit together, or neither does (a failed append leaves no edit).
 import { TRPCError } from "@trpc/server";
-import { PIPELINE_FORMAT, validatePipeline, type PipelineDocument } from "@keyflow/operators";
+import { PIPELINE_FORMAT, pipelineSettingsSchema, validatePipeline, type PipelineDocument } from "@keyflow/operators";
 import { Prisma, type PrismaClient } from "@keyflow/db";
 import { graphHash } from "../canonical-json";
 import { notFound, pipelineRejected } from "../errors";
@@ -27,15 +27,7 @@ export function emptyDocument(name: string, description?: string): PipelineDocum
     format: PIPELINE_FORMAT,
     name,
     ...(description ? { description } : {}),
-    settings: {
-      checkpointIntervalMs: 60_000,
-      minPauseBetweenCheckpointsMs: 0,
-      checkpointTimeoutMs: 600_000,
-      retainedCheckpoints: 3,
-      parallelism: 1,
-      maxParallelism: 128,
-      stateBackend: "heap",
-    },
+    settings: pipelineSettingsSchema.parse({}),
     nodes: [],
     edges: [],
   };

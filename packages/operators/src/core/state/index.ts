@@ -2,5 +2,6 @@
 export * from "./backend";
 export * from "./handles";
 export { estimateBytes } from "./size";
+export { KeyStateBudget, StateBudgetExceededError } from "./budget";
 export * from "./slots";
 export { stateBuffer, stateFloat64Array } from "./state-memory";

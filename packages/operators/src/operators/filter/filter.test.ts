@@ -55,3 +55,25 @@ describe("filter", () => {
     expect(filterSpec.check?.({ expression: "amount > 1" }, { nodeId: "f", inputFields: ["amount"] })).toEqual([]);
   });
 });
+
+describe("filter: budgets fail the record into `errors`, not the job", () => {
+  it("sends a record whose evaluation blows the allocation budget to `errors` with the reason, and carries on", () => {
+    // Each bind makes a list 8 times longer than the one before: 8^9 elements at the end.
+    let body = "l8.size() > n";
+    for (let i = 8; i >= 1; i--) body = `cel.bind(l${i}, ${Array(8).fill(`l${i - 1}`).join(" + ")}, ${body})`;
+    const h = harness(`cel.bind(l0, [1, 2, 3, 4, 5, 6, 7, 8], ${body})`);
+    h.processElement({ id: "a", n: 1 }, 5);
+    const errors = h.outputOf("errors");
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.value["error"]).toMatch(/^node "f": param "expression": evaluation budget: it created more than/);
+  });
+
+  it("sends a record whose matches() would backtrack catastrophically through in linear time", () => {
+    const h = harness('card.matches("(a+)+$")');
+    const started = performance.now();
+    h.processElement({ card: `${"a".repeat(24)}b` }, 1);
+    h.processElement({ card: "aa" }, 2);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(h.output()).toEqual([{ port: "out", value: { card: "aa" }, timestamp: 2 }]);
+  });
+});

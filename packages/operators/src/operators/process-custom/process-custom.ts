@@ -17,7 +17,10 @@ import {
   type RuntimeContext,
   type StateTtlConfig,
   type ValueState,
+  type Key,
 } from "../../core/api";
+import { KeyStateBudget } from "../../core/state/budget";
+import { DEFAULT_MAX_STATE_BYTES_PER_KEY, MAX_CODE_LENGTH } from "../../limits";
 import { defineOperator, type OperatorInit } from "../../core/spec";
 import { errorRecord, errorsPort } from "../side-outputs";
 
@@ -153,6 +156,7 @@ export const processCustomParams = z.strictObject({
   code: z
     .string()
     .min(1, { error: "must be TypeScript code exporting processElement(record, ctx)" })
+    .max(MAX_CODE_LENGTH, { error: (issue) => `is ${String((issue.input as string).length)} characters long, over the limit of ${MAX_CODE_LENGTH} for code` })
     .default(processCustomTemplate)
     .describe("TypeScript module exporting `processElement(record, ctx)` and optionally `onTimer(timer, ctx)`; see the Context type in the editor"),
 });
@@ -210,7 +214,7 @@ function isCustomProcessFunction(value: unknown): value is CustomProcessFunction
 }
 
 /** Runs the user's function as an Operator; the runner calls this with its sandbox's factory. */
-export function createCustomOperator(params: ProcessCustomParams, init: Pick<OperatorInit, "nodeId">, factory: CustomFunctionFactory): Operator {
+export function createCustomOperator(params: ProcessCustomParams, init: Pick<OperatorInit, "nodeId" | "maxStateBytesPerKey">, factory: CustomFunctionFactory): Operator {
   const fn = factory(params.code, { nodeId: init.nodeId });
   let runtime: RuntimeContext | undefined;
   let current: ProcessContext | undefined;
@@ -225,10 +229,12 @@ export function createCustomOperator(params: ProcessCustomParams, init: Pick<Ope
   };
   const ttlOf = (opts?: CustomStateOptions): StateTtlConfig | undefined => (opts?.ttlMs === undefined ? undefined : { ttlMs: opts.ttlMs });
   // Handles are created on first use and are key-scoped by the engine, so one per name suffices.
+  // Every write is accounted per key: the code decides what it keeps, settings.maxStateBytesPerKey bounds it.
+  const budget = new KeyStateBudget(init.nodeId, init.maxStateBytesPerKey ?? DEFAULT_MAX_STATE_BYTES_PER_KEY, () => needContext().key as Key);
   const state: CustomState = {
-    value: <T extends JsonValue>(name: string, opts?: CustomStateOptions) => needRuntime().getValueState(valueState<T>(`custom.${name}`, ttlOf(opts))),
-    list: <T extends JsonValue>(name: string, opts?: CustomStateOptions) => needRuntime().getListState(listState<T>(`custom.${name}`, ttlOf(opts))),
-    map: <V extends JsonValue>(name: string, opts?: CustomStateOptions) => needRuntime().getMapState(mapState<V>(`custom.${name}`, ttlOf(opts))),
+    value: <T extends JsonValue>(name: string, opts?: CustomStateOptions) => budget.value(name, needRuntime().getValueState(valueState<T>(`custom.${name}`, ttlOf(opts)))),
+    list: <T extends JsonValue>(name: string, opts?: CustomStateOptions) => budget.list(name, needRuntime().getListState(listState<T>(`custom.${name}`, ttlOf(opts)))),
+    map: <V extends JsonValue>(name: string, opts?: CustomStateOptions) => budget.map(name, needRuntime().getMapState(mapState<V>(`custom.${name}`, ttlOf(opts)))),
   };
   const timers: CustomTimers = {
     registerEventTime: (time, tag = "") => needContext().timerService.registerEventTimeTimer(time, TIMER_PREFIX + tag),
@@ -263,11 +269,14 @@ export function createCustomOperator(params: ProcessCustomParams, init: Pick<Ope
     try {
       body();
     } catch (e) {
+      // Over the per-key state limit: the job fails, even if the code caught the throw.
+      if (budget.exceeded) throw budget.exceeded;
       const message = e instanceof Error ? e.message : String(e);
       ctx.sideOutput("errors", errorRecord(init.nodeId, `node "${init.nodeId}": ${what} threw: ${message}`, record));
     } finally {
       current = undefined;
     }
+    if (budget.exceeded) throw budget.exceeded;
   };
 
   return {
