@@ -9,6 +9,7 @@ import { silentLogger } from "../log";
 import { eventually } from "../../test/run-cli";
 import type { JobView } from "./jobs";
 import { createRunnerService, type RunnerService } from "./main";
+import { requestJson } from "../io/kafka/testing";
 
 let service: RunnerService;
 
@@ -22,13 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => service?.close());
 
-async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}${url}`, {
-    method,
-    ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json()) as T };
-}
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 
 /** A plain job that must keep running next to the one that breaks its budget. */
 const bystander = {

@@ -13,6 +13,7 @@ import { createJobDriver } from "../job/create";
 import { PathOutsideFolderError } from "../io/confine";
 import type { JobView } from "./jobs";
 import { createRunnerService, type RunnerService } from "./main";
+import { requestJson } from "../io/kafka/testing";
 
 const base = mkdtempSync(path.join(tmpdir(), "keyflow-confine-"));
 const dataDir = path.join(base, "data");
@@ -32,10 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => service?.close());
 
-async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}${url}`, { method, headers: { authorization: `Bearer ${service.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  return { status: res.status, json: (await res.json()) as T };
-}
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 
 type Node = { id: string; type: string; params: Record<string, unknown> };
 function pipeline(name: string, source: Node, sinkPath: string) {

@@ -9,6 +9,7 @@ import { readEnv } from "../env";
 import { silentLogger } from "../log";
 import type { JobView } from "./jobs";
 import { createRunnerService, type RunnerService } from "./main";
+import { requestJson } from "../io/kafka/testing";
 
 let service: RunnerService;
 const base = mkdtempSync(path.join(tmpdir(), "keyflow-one-writer-"));
@@ -20,10 +21,7 @@ beforeAll(async () => {
 });
 afterAll(() => service?.close());
 
-async function api<T>(method: string, url: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}${url}`, { method, headers: { authorization: `Bearer ${service.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  return { status: res.status, json: (await res.json()) as T };
-}
+const api = <T>(method: string, url: string, body?: unknown) => requestJson<T>(service, method, url, body);
 
 function pipeline(name: string, sink: { id: string; type: string; params: Record<string, unknown> }) {
   return {

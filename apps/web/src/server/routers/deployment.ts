@@ -10,7 +10,7 @@ import { switchForAudit } from "../services/rule-jobs";
 import { enforceApproved, MIN_WRITTEN_REASON } from "../services/promotions";
 import { deploymentCheckpoints, keyState, liveMetrics, nodeTaps, recentControls, replaceDeployment, savepointDeployment, stopDeployment, throttleSink } from "../services/operations";
 import type { RestoreSource } from "../services/operations";
-import { allowedJobActions, isOwnSavepoint, requireJobAction, RESTORE_FROM_ANOTHER_JOB, type JobEnforcement } from "../services/operating-roles";
+import { allowedJobActions, requireJobAction, requireSavepointChoice, type JobEnforcement } from "../services/operating-roles";
 import { probeRunner } from "../services/runner-health";
 import { assertMayResume, resumeDeployment, resumeTarget } from "../services/resume";
 import { analystProcedure, authedProcedure, createTRPCRouter } from "../trpc";
@@ -120,11 +120,12 @@ export const deploymentRouter = createTRPCRouter({
     .mutation(async ({ ctx, input, path }) => replaceAudited(ctx, path, { deploymentId: input.deploymentId, kind: "rescale", from: null, parallelism: input.parallelism, reason: input.reason })),
   /** A stopped deployment again, from its newest checkpoint (the one its stop took) or a savepoint folder; approvers only when it may enforce. */
   resume: analystProcedure
-    .input(deploymentInput.extend({ savepointPath: z.string().trim().min(1).max(1_000).optional(), allowNonRestoredState: z.boolean().optional(), reason: z.string().trim().max(2_000).optional() }))
-    .mutation(async ({ ctx, input }) => {
+    .input(deploymentInput.extend({ savepointPath: z.string().trim().min(1).max(1_000).optional(), anotherJob: z.boolean().optional(), allowNonRestoredState: z.boolean().optional(), reason: z.string().trim().max(2_000).optional() }))
+    .mutation(async ({ ctx, input, path }) => {
       const prisma = (await ctx.db()).prisma;
       const target = await resumeTarget(prisma, input.deploymentId);
       assertMayResume(ctx.user, target);
+      if (input.savepointPath) await requireSavepointChoice(prisma, ctx.user, path, { deploymentId: target.id, runnerJobId: target.runnerJobId, savepointPath: input.savepointPath, anotherJob: input.anotherJob === true });
       const audit = (details: Record<string, string | number | boolean | null>) =>
         ctx.audit({ action: "resume", subjectType: "deployment", subjectId: target.id, details: { pipelineId: target.pipelineId, versionId: target.versionId, mode: target.mode, runnerJobId: target.runnerJobId, savepointPath: input.savepointPath ?? null, ...details }, reason: input.reason ?? null });
       try {
@@ -240,16 +241,7 @@ async function replaceAudited(
   const prisma = (await ctx.db()).prisma;
   const job = await requireJobAction(prisma, ctx.user, path, input.deploymentId, input.kind);
   const from = input.from;
-  if (from && "savepointPath" in from) {
-    if (from.anotherJob === true) {
-      if (!hasRole(ctx.user.role, RESTORE_FROM_ANOTHER_JOB)) throw new TRPCError({ code: "FORBIDDEN", message: `${path} from another job's savepoint needs the ${RESTORE_FROM_ANOTHER_JOB} role; ${ctx.user.email} is an ${ctx.user.role}` });
-    } else if (!(await isOwnSavepoint(prisma, input.deploymentId, from.savepointPath))) {
-      throw new TRPCError({
-        code: "BAD_REQUEST",
-        message: `${from.savepointPath} is not a savepoint of ${job.runnerJobId?.startsWith("rule-") ? "rule job" : "job"} ${job.runnerJobId ?? input.deploymentId} (its own: a savepoint taken of it, or the one a restore or change of parallelism stopped it with); restore from one of its kept checkpoints or own savepoints, or, as an approver, pick another job's savepoint explicitly`,
-      });
-    }
-  }
+  if (from && "savepointPath" in from) await requireSavepointChoice(prisma, ctx.user, path, { deploymentId: input.deploymentId, runnerJobId: job.runnerJobId, savepointPath: from.savepointPath, anotherJob: from.anotherJob === true });
   try {
     const result = await replaceDeployment(prisma, ctx.env.runnerUrl, input);
     await ctx.audit({

@@ -48,8 +48,8 @@ describe("pipelineForMode", () => {
 
   it("gives a shadow deployment's file sinks files of their own, so the enforcing file keeps one writer", () => {
     const files = { ...rule, nodes: [...rule.nodes.slice(0, 2), { id: "alerts", type: "sink.file", params: { path: "fraud/alerts.jsonl" } }, { id: "audit", type: "sink.file", params: { path: "audit.jsonl" } }] };
-    const shadow = pipelineForMode(files, "shadow");
-    expect(shadow.nodes.slice(2).map((n) => n.params.path)).toEqual(["fraud/card-velocity.shadow.alerts.jsonl", "card-velocity.shadow.audit.jsonl"]);
+    const shadow = pipelineForMode(files, "shadow", { version: 3 });
+    expect(shadow.nodes.slice(2).map((n) => n.params.path)).toEqual(["fraud/card-velocity.shadow.v3.alerts.jsonl", "card-velocity.shadow.v3.audit.jsonl"]);
     expect(validatePipeline(shadow).ok).toBe(true);
   });
 

@@ -118,3 +118,26 @@ export async function isOwnSavepoint(prisma: PrismaClient, deploymentId: string,
     return d?.path === savepointPath || d?.savepointPath === savepointPath;
   });
 }
+
+/**
+ * A restore or resume from a savepoint: one of the job's own, or another job's that an approver
+ * picks explicitly (`anotherJob`). Anything else is refused, naming the savepoint.
+ */
+export async function requireSavepointChoice(
+  prisma: PrismaClient,
+  user: Pick<SessionUser, "email" | "role">,
+  path: string,
+  choice: { deploymentId: string; runnerJobId: string | null; savepointPath: string; anotherJob: boolean },
+): Promise<void> {
+  if (choice.anotherJob) {
+    if (!hasRole(user.role, RESTORE_FROM_ANOTHER_JOB)) throw new TRPCError({ code: "FORBIDDEN", message: `${path} from another job's savepoint needs the ${RESTORE_FROM_ANOTHER_JOB} role; ${user.email} is an ${user.role}` });
+    return;
+  }
+  if (await isOwnSavepoint(prisma, choice.deploymentId, choice.savepointPath)) return;
+  const job = choice.runnerJobId ?? choice.deploymentId;
+  throw new TRPCError({
+    code: "BAD_REQUEST",
+    message: `${choice.savepointPath} is not a savepoint of ${job.startsWith(RULE_JOB_PREFIX) ? "rule job" : "job"} ${job} (its own: a savepoint taken of it, or the one a restore or change of parallelism stopped it with); restore from one of its kept checkpoints or own savepoints, or, as an approver, pick another job's savepoint explicitly`,
+  });
+}
+

@@ -79,7 +79,7 @@ async function restore(prisma: PrismaClient, env: { runnerUrl: string; notifyWeb
   const branches = ruleBranches(rows);
   try {
     if (jobId.startsWith(RULE_JOB_PREFIX)) await startRuleJob(env.runnerUrl, { jobId, rule: { name, branches } });
-    else await submitJob(env.runnerUrl, { deploymentId: jobId, pipeline: pipelineForMode(fromJsonColumn(first.version.graph, `version ${first.version.number} of ${name}`), first.mode) });
+    else await submitJob(env.runnerUrl, { deploymentId: jobId, pipeline: pipelineForMode(fromJsonColumn(first.version.graph, `version ${first.version.number} of ${name}`), first.mode, { version: first.version.number }) });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     if (!(error instanceof RunnerRefusedError) || error.status === 409) {

@@ -10,7 +10,7 @@ import { hasRole, type SessionUser } from "../auth/roles";
 import { notFound } from "../errors";
 import { fromJsonColumn } from "../json";
 import { submitJob } from "../runner-client";
-import { pipelineForMode } from "./deployment-mode";
+import { hasApprovedGraph, pipelineForMode } from "./deployment-mode";
 import { deployVersion } from "./deployments";
 import { oneAtATime, RULE_JOB_PREFIX, ruleJobTrouble, startRuleJob } from "./rule-jobs";
 
@@ -37,7 +37,7 @@ export interface ResumeInput {
 export async function resumeTarget(prisma: PrismaClient, deploymentId: string) {
   const row = await prisma.deployment.findUnique({
     where: { id: deploymentId },
-    select: { id: true, pipelineId: true, versionId: true, mode: true, status: true, desired: true, runnerJobId: true, failureReason: true, version: { select: { number: true, graph: true } }, pipeline: { select: { name: true } } },
+    select: { id: true, pipelineId: true, versionId: true, mode: true, status: true, desired: true, runnerJobId: true, failureReason: true, version: { select: { number: true, graph: true, graphHash: true } }, pipeline: { select: { name: true } } },
   });
   if (!row) throw notFound("deployment", deploymentId);
   if (row.status === "pending" || row.status === "running" || row.desired === "running") throw new TRPCError({ code: "PRECONDITION_FAILED", message: `deployment ${deploymentId} is ${row.status} and should run: only a stopped deployment can be resumed` });
@@ -68,7 +68,7 @@ export async function resumeDeployment(prisma: PrismaClient, runnerUrl: string, 
         if (target.mode === "test") throw new TRPCError({ code: "BAD_REQUEST", message: `deployment ${target.id} is a test run, not a branch of a rule job` });
         await startRuleJob(runnerUrl, { jobId, rule: { name: target.pipeline.name, branches: [{ version: target.version.number, mode: target.mode, pipeline }] }, ...start });
       } else {
-        await submitJob(runnerUrl, { deploymentId: jobId, pipeline: pipelineForMode(pipeline, target.mode), ...start });
+        await submitJob(runnerUrl, { deploymentId: jobId, pipeline: pipelineForMode(pipeline, target.mode, { version: target.version.number, approved: target.mode === "test" && (await hasApprovedGraph(prisma, target.versionId, target.version.graphHash)) }), ...start });
       }
     } catch (error) {
       throw ruleJobTrouble(error, `resuming deployment ${target.id} from ${from}`);
