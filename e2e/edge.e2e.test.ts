@@ -52,7 +52,10 @@ function hugePost(path: string, mb: number, headers: Record<string, string>): Pr
       }
       if (!answered) req.end();
     };
-    pump();
+    // The headers alone declare the size: a server that refuses it answers before the body starts
+    // (sending at once races the answer, and a write after the server closed fails with EPIPE).
+    req.flushHeaders();
+    setTimeout(pump, 1_000);
   });
 }
 

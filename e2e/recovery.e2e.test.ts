@@ -147,7 +147,7 @@ describe("crash recovery: SIGKILL of the runner while a rule enforces", () => {
     expect(audit.events.map((e) => [e.actor, e.subjectId])).toEqual([["reconciler@keyflow.local", deployment.id]]);
 
     // Stopped, then resumed from the command line: an analyst may not resume an enforcing deployment.
-    await pat.deployment.stop.mutate({ deploymentId: deployment.id, reason: "e2e: stop to resume" });
+    await pat.deployment.stop.mutate({ deploymentId: deployment.id, enforcementStops: true, reason: "e2e: stop to resume; enforcement stops meanwhile" });
     const keyflow = (person: string) =>
       spawnSync(process.execPath, [path.join(REPO, "apps/runner/bin/keyflow.mjs"), "resume", deployment.id, "--web", app.url, "--reason", "e2e resume"], {
         cwd: REPO,
