@@ -1,12 +1,13 @@
 // The web app's edge against a stranger (issue 35, points 7 and 8), on the built app as `npm start`
 // serves it: oversized bodies are refused before they are read (the server's memory stays flat),
 // every page and API answer carries the security headers, and Monaco still works under the CSP in
-// Chromium, with no CSP violation in the console.
+// Chromium, with no CSP violation in the console. Beside them (issue 35 point 6): a 5 MB paste into an
+// expression is refused with a message, not stored.
 import { execFileSync } from "node:child_process";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT } from "@keyflow/operators";
-import { apiClient, launchBrowser, startWebApp, type TestBrowser, type WebApp } from "./support";
+import { apiClient, artifactPath, launchBrowser, startWebApp, type TestBrowser, type WebApp } from "./support";
 
 let app: WebApp;
 let browser: TestBrowser;
@@ -134,6 +135,49 @@ describe("the web app's edge", () => {
     await cel.locator(".squiggly-error").first().waitFor({ state: "attached" });
     await expect.poll(() => workers.length, { timeout: 15_000 }).toBeGreaterThan(0);
     expect(violations).toEqual([]);
+    expect(browser.pageErrors).toEqual([]);
+  }, 120_000);
+  it("refuses a 5 MB paste into an expression with a message: the editor keeps its text, the draft is not changed, the tab answers", async () => {
+    const name = `edge-paste-${Date.now().toString(36)}`;
+    const api = apiClient(app.url);
+    const { id } = await api.pipeline.create.mutate({
+      name,
+      graph: {
+        format: PIPELINE_FORMAT,
+        name,
+        nodes: [
+          { id: "payments", type: "source.kafka", params: { topic: "payments", timestampField: "ts", fields: ["txId", "cardId", "amount", "ts"] }, position: { x: 0, y: 0 } },
+          { id: "large", type: "filter", params: { expression: "amount > 1000" }, position: { x: 300, y: 0 } },
+          { id: "alerts", type: "sink.kafka", params: { topic: "alerts" }, position: { x: 600, y: 0 } },
+        ],
+        edges: [
+          { from: "payments", to: "large" },
+          { from: "large", to: "alerts" },
+        ],
+      },
+    });
+    const { page, context } = browser;
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: app.url });
+    await page.goto(`${app.url}/?pipeline=${id}`, { waitUntil: "domcontentloaded" });
+    await page.getByTestId("node-large").click();
+    const cel = page.getByTestId("cel-expression");
+    const text = async () => ((await cel.locator(".view-lines").textContent()) ?? "").replace(/\u00a0/g, " ");
+    await cel.locator(".monaco-editor .view-lines").waitFor({ state: "visible" });
+    await expect.poll(text).toBe("amount > 1000");
+    // The clipboard holds 5 MB; the analyst clicks into the expression and presses Ctrl+V.
+    await page.evaluate(() => navigator.clipboard.writeText(`amount > ${"9".repeat(5 * 1024 * 1024)}`));
+    await cel.locator(".view-lines").click();
+    await page.keyboard.press("End");
+    await page.keyboard.press("Control+V");
+    const error = page.getByTestId("param-error-expression");
+    await expect.poll(() => error.textContent(), { timeout: 20_000 }).toMatch(/^refused: that would make the expression 5,242,902 characters long; an expression holds at most [\d,]+$/);
+    await page.screenshot({ path: artifactPath("edge-paste-refused.png") });
+    expect(await text()).toBe("amount > 1000");
+    expect(await page.evaluate(() => 1 + 1)).toBe(2);
+    // Nothing of it reached the stored draft (autosave would have sent it).
+    await new Promise((r) => setTimeout(r, 2_000));
+    const stored = await api.pipeline.get.query({ id });
+    expect((stored.draft as { nodes: { id: string; params: { expression?: string } }[] }).nodes.find((n) => n.id === "large")?.params.expression).toBe("amount > 1000");
     expect(browser.pageErrors).toEqual([]);
   }, 120_000);
 });

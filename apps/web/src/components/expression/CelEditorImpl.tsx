@@ -6,7 +6,7 @@ import Editor, { type OnMount } from "@monaco-editor/react";
 import { useCallback, useEffect, useRef } from "react";
 import { KEYFLOW_THEME } from "../editor/monaco";
 import { CEL_LANGUAGE_ID, celMarkers } from "./cel-language";
-import { fits, guardPaste } from "./length-guard";
+import { guardPaste, limitedOnChange } from "./length-guard";
 import { celModelFields, monaco, registerKeyflowLanguages } from "./monaco-languages";
 import type { CelEditorProps } from "./CelEditor";
 
@@ -76,12 +76,7 @@ export function CelEditorImpl({ value, onChange, nodeId, param, fields, maxLines
         language={CEL_LANGUAGE_ID}
         theme={KEYFLOW_THEME}
         value={value}
-        onChange={(next) => {
-          const text = next ?? "";
-          // Typed or dropped past the limit (a paste was refused before): put the last value back.
-          if (fits("expression", text, onTooLong)) onChange(text);
-          else editorRef.current?.setValue(value);
-        }}
+        onChange={limitedOnChange("expression", () => editorRef.current, value, onChange, onTooLong)}
         onMount={onMount}
         loading={<div className="kf-cel__loading">{value}</div>}
         options={{

@@ -4,7 +4,7 @@
 import Editor from "@monaco-editor/react";
 import { KEYFLOW_THEME } from "../editor/monaco";
 import { useRef } from "react";
-import { fits, guardPaste } from "./length-guard";
+import { guardPaste, limitedOnChange } from "./length-guard";
 import { registerKeyflowLanguages, type monaco } from "./monaco-languages";
 import type { CustomCodeEditorProps } from "./CustomCodeEditor";
 
@@ -23,12 +23,7 @@ export function CustomCodeEditorImpl({ value, onChange, nodeId, height = 360, re
       theme={KEYFLOW_THEME}
       value={value}
       height={height}
-      onChange={(next) => {
-        const text = next ?? "";
-        // Typed or dropped past the limit (a paste was refused before): put the last value back.
-        if (fits("code", text, onTooLong)) onChange(text);
-        else editorRef.current?.setValue(value);
-      }}
+      onChange={limitedOnChange("code", () => editorRef.current, value, onChange, onTooLong)}
       onMount={(editor) => {
         editorRef.current = editor;
         guardPaste(editor, "code", (message) => onTooLong?.(message));

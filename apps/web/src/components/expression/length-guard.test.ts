@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 // A paste over the limit is stopped before Monaco's own listener on its text area sees it.
 import { describe, expect, it, vi } from "vitest";
-import { guardPaste } from "./length-guard";
+import { guardPaste, limitedOnChange } from "./length-guard";
 import type { monaco } from "./monaco-languages";
 
 function fakeEditor(text: string) {
@@ -45,3 +45,21 @@ describe("guardPaste", () => {
     expect(refuse).not.toHaveBeenCalled();
   });
 });
+
+describe("limitedOnChange", () => {
+  it("puts a change past the limit back and keeps its message (the put-back's own change event does not clear it)", () => {
+    const messages: (string | undefined)[] = [];
+    const stored: string[] = [];
+    let handler: (next: string | undefined) => void = () => {};
+    // Monaco fires its change event synchronously inside setValue.
+    const editor = { setValue: vi.fn((text: string) => handler(text)) } as unknown as monaco.editor.IStandaloneCodeEditor;
+    handler = limitedOnChange("expression", () => editor, "amount > 1000", (text) => stored.push(text), (m) => messages.push(m));
+    handler(`amount > ${"9".repeat(5_000_000)}`);
+    expect(editor.setValue).toHaveBeenCalledWith("amount > 1000");
+    expect(stored).toEqual([]);
+    expect(messages.at(-1)).toMatch(/^refused: that would make the expression 5,000,009 characters long/);
+    handler("amount > 2000");
+    expect({ stored, message: messages.at(-1) }).toEqual({ stored: ["amount > 2000"], message: undefined });
+  });
+});
+

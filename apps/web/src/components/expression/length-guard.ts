@@ -39,3 +39,30 @@ export function guardPaste(editor: monaco.editor.IStandaloneCodeEditor, kind: Li
   node.addEventListener("paste", onPaste, true);
   return () => node.removeEventListener("paste", onPaste, true);
 }
+
+/**
+ * Monaco's onChange for a limited field. A change past the limit that the paste guard did not see
+ * (typed, dropped, or pasted through Monaco's own clipboard command) is put back to the last value;
+ * the put-back's own change event is ignored, so the refusal's message stays on screen.
+ */
+export function limitedOnChange(
+  kind: LimitedKind,
+  editor: () => monaco.editor.IStandaloneCodeEditor | null,
+  last: string,
+  onChange: (text: string) => void,
+  onTooLong: ((message: string | undefined) => void) | undefined,
+): (next: string | undefined) => void {
+  let puttingBack = false;
+  return (next) => {
+    if (puttingBack) return;
+    const text = next ?? "";
+    if (fits(kind, text, onTooLong)) return onChange(text);
+    puttingBack = true;
+    try {
+      editor()?.setValue(last);
+    } finally {
+      puttingBack = false;
+    }
+  };
+}
+
