@@ -6,9 +6,9 @@
 // sees the enforcement topic receive v2's alerts; the audit view shows both people; an emergency
 // rollback restores v1 (its threshold decides what is enforced again). Screenshots: e2e/artifacts/lifecycle-*.png.
 import { randomBytes } from "node:crypto";
-import { Kafka, logLevel, type Consumer } from "kafkajs";
+import type { Consumer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, artifactPath, e2eEmail, launchBrowser, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
+import { apiClient, artifactPath, e2eEmail, launchBrowser, ruleTopics, startRunner, startWebApp, type TestBrowser, type TestRunner, type WebApp } from "./support";
 
 const BROKERS = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 
@@ -61,25 +61,10 @@ describe("a rule's lifecycle, driven by an analyst and an approver", () => {
   it("from template to shadow, comparison, approval, enforcement and rollback", async () => {
     const run = randomBytes(4).toString("hex");
     const name = `lifecycle-${run}`;
-    const payments = `e2e-${run}-payments`;
-    const enforcement = `e2e-${run}-alerts`;
-    const kafka = new Kafka({ clientId: `e2e-${run}`, brokers: BROKERS, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: payments, numPartitions: 1 }, { topic: enforcement, numPartitions: 1 }], waitForLeaders: true });
-    await admin.disconnect();
-    const produce = async (records: Payment[]) => {
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-      await producer.connect();
-      await producer.send({ topic: payments, acks: -1, messages: records.map((r) => ({ partition: 0, value: JSON.stringify(r) })) });
-      await producer.disconnect();
-    };
     // What reaches the enforcement topic, as a downstream system reads it: committed transactions only.
-    const enforced: string[] = [];
-    consumer = kafka.consumer({ groupId: `e2e-${run}-reader`, readUncommitted: false });
-    await consumer.connect();
-    await consumer.subscribe({ topic: enforcement, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void enforced.push(message.value?.toString() ?? "") });
+    const topics = await ruleTopics(BROKERS, run);
+    const { payments, enforcement, produce, enforced } = topics;
+    consumer = topics.consumer;
     const alertedCards = (prefix: string) => new Set(enforced.flatMap((v) => [...v.matchAll(new RegExp(`"cardId":"(${prefix}\\d+)"`, "g"))].map((m) => m[1] ?? "")));
 
     const a = analyst.page;

@@ -13,12 +13,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { Kafka, logLevel, type Consumer } from "kafkajs";
+import type { Consumer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PIPELINE_FORMAT, type PipelineDocumentInput } from "@keyflow/operators";
 import { freePort } from "@keyflow/web/process";
 import { supervise, type Supervisor } from "../scripts/supervise";
-import { apiClient, artifactLog, artifactPath, E2E_PASSWORD, e2eEmail, launchBrowser, startWebApp, type TestBrowser, type WebApp } from "./support";
+import { apiClient, artifactLog, artifactPath, E2E_PASSWORD, e2eEmail, launchBrowser, ruleTopics, startWebApp, type TestBrowser, type WebApp } from "./support";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BROKERS = (process.env.KAFKA_BROKERS ?? "").split(",").filter(Boolean);
@@ -65,24 +65,11 @@ describe("crash recovery: SIGKILL of the runner while a rule enforces", () => {
   it("alerts exactly once across the crash; the UI says unreachable, then running; keyflow resume checks the role", async () => {
     const run = randomBytes(4).toString("hex");
     const name = `recovery-${run}`;
-    const payments = `e2e-${run}-payments`;
-    const enforcement = `e2e-${run}-alerts`;
-    const kafka = new Kafka({ clientId: `e2e-${run}`, brokers: BROKERS, logLevel: logLevel.NOTHING });
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: payments, numPartitions: 1 }, { topic: enforcement, numPartitions: 1 }], waitForLeaders: true });
-    await admin.disconnect();
-    const produce = async (records: Payment[]) => {
-      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-      await producer.connect();
-      await producer.send({ topic: payments, acks: -1, messages: records.map((r) => ({ partition: 0, value: JSON.stringify(r) })) });
-      await producer.disconnect();
-    };
-    const enforced: string[] = [];
-    consumer = kafka.consumer({ groupId: `e2e-${run}-reader`, readUncommitted: false });
-    await consumer.connect();
-    await consumer.subscribe({ topic: enforcement, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void enforced.push(String((JSON.parse(message.value?.toString() ?? "{}") as { event: { txId: string } }).event.txId)) });
+    const topics = await ruleTopics(BROKERS, run);
+    const { payments, enforcement, produce } = topics;
+    consumer = topics.consumer;
+    // The enforced alerts' triggering payments.
+    const enforcedTxIds = () => topics.enforced.map((v) => String((JSON.parse(v) as { event: { txId: string } }).event.txId));
 
     const graph: PipelineDocumentInput = {
       format: PIPELINE_FORMAT,
@@ -113,7 +100,7 @@ describe("crash recovery: SIGKILL of the runner while a rule enforces", () => {
     const bursts = Array.from({ length: 10 }, (_, k) => [0, 1, 2].map((j) => pay(`b${k}-${j}`, `b${k}`, t0 + k * 1_000 + j * 100))).flat();
     const split = Array.from({ length: 10 }, (_, k) => [0, 1].map((j) => pay(`s${k}-${j}`, `s${k}`, t0 + 20_000 + k * 1_000 + j * 100))).flat();
     await produce([...bursts, ...split, ...ordinary("a", t0 + 40_000, 200)].sort((a, b) => a.ts - b.ts));
-    await expect.poll(() => enforced.length, { timeout: 60_000 }).toBe(10);
+    await expect.poll(() => topics.enforced.length, { timeout: 60_000 }).toBe(10);
 
     const { page } = browser;
     await page.goto(`${app.url}/?pipeline=${pipelineId}`, { waitUntil: "domcontentloaded" });
@@ -140,9 +127,9 @@ describe("crash recovery: SIGKILL of the runner while a rule enforces", () => {
     const third = Array.from({ length: 10 }, (_, k) => pay(`s${k}-2`, `s${k}`, t0 + 400_000 + k * 1_000));
     await produce([...third, ...ordinary("z", t0 + 420_000, 50)]);
     const expected = [...Array.from({ length: 10 }, (_, k) => `b${k}-2`), ...Array.from({ length: 10 }, (_, k) => `s${k}-2`)].sort();
-    await expect.poll(() => enforced.length, { timeout: 90_000 }).toBeGreaterThanOrEqual(20);
+    await expect.poll(() => topics.enforced.length, { timeout: 90_000 }).toBeGreaterThanOrEqual(20);
     await new Promise((r) => setTimeout(r, 3_000)); // a duplicate would arrive by now
-    expect([...enforced].sort()).toEqual(expected);
+    expect(enforcedTxIds().sort()).toEqual(expected);
     const audit = await pat.audit.list.query({ action: "reconcile", limit: 10 });
     expect(audit.events.map((e) => [e.actor, e.subjectId])).toEqual([["reconciler@keyflow.local", deployment.id]]);
 

@@ -4,3 +4,4 @@ export * from "./artifacts";
 export * from "./browser";
 export * from "./web-app";
 export * from "./runner";
+export * from "./kafka";
