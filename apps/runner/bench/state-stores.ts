@@ -1,7 +1,7 @@
 // Which embedded store backs the disk state backend: puts, synchronous gets and a full scan (the
 // cost of a full snapshot) at 1 M keys, for lmdb (the runner's dependency) and classic-level
 // (LevelDB; measured when installed, e.g. `npm i classic-level@3` in a scratch folder given as
-// --classic-level DIR). Results in docs/BENCHMARKS.md ("Disk state backend").
+// --classic-level DIR). Its figures are in the commit that chose LMDB.
 //   node --import tsx apps/runner/bench/state-stores.ts [--keys 1000000] [--classic-level /tmp/clbench]
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";

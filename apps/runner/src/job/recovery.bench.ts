@@ -1,4 +1,4 @@
-// Runner figures for docs/BENCHMARKS.md ("Runner"), against the real broker (KAFKA_BROKERS):
+// Crash-recovery figures for docs/BENCHMARKS.md, against the real broker (KAFKA_BROKERS):
 //   npx tsx apps/runner/src/job/recovery.bench.ts [--events 200000] [--runs 3]
 // The crash test's pipeline (Kafka -> dedup -> keyBy -> velocity -> Kafka) through `keyflow run`:
 // 1. end-to-end rate of a bounded run with exactly-once and with at-least-once sinks;

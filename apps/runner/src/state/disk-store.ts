@@ -1,9 +1,9 @@
 // The `disk` state backend: keyed state in an embedded LMDB store (lmdb-js), one store per task
 // (the single-threaded job, or each keyed subtask) in its own folder under the job's working
-// directory, so state can exceed memory. LMDB was chosen by measurement (bench/state-stores.ts,
-// docs/BENCHMARKS.md "Disk state backend"): its reads are synchronous memory-mapped lookups, 3.4x
-// classic-level's getSync at 1 M keys, and a full scan (a full checkpoint) is 3x faster; the
-// engine's state interface is synchronous, so an asynchronous store could not serve it.
+// directory, so state can exceed memory. LMDB was chosen by measurement (bench/state-stores.ts):
+// its reads are synchronous memory-mapped lookups, faster than classic-level's getSync, and so is a
+// full scan (a full checkpoint); the engine's state interface is synchronous, so an asynchronous
+// store could not serve it.
 //
 // Writes go through a write-back cache bounded in entries (reads are cached too, so a handle's
 // read-modify-write costs one lookup); when it is full, every changed entry is written in one LMDB
