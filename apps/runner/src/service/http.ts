@@ -281,26 +281,18 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           if (parallelism > doc.settings.maxParallelism) throw new HttpError(400, `parallelism ${parallelism} is above the pipeline's maxParallelism ${doc.settings.maxParallelism}`);
           doc.settings.parallelism = parallelism;
         }
-        if (restoreFrom !== undefined) {
+        const restoreFolder = restoreFrom === undefined ? undefined : inCheckpointRoot(restoreFrom, "restoreFrom");
+        if (restoreFolder !== undefined) {
           // Refused here, with the nodes named, rather than by a job that then fails and restarts.
-          const folder = inCheckpointRoot(restoreFrom, "restoreFrom");
-          let from;
-          try {
-            from = await readCheckpointFolder(folder);
-          } catch (err) {
-            throw new HttpError(400, `restoreFrom: ${errorMessage(err)}`);
-          }
-          if (from.meta.graph) {
-            const check = checkRestore(from.meta.graph, doc, allowNonRestoredState ?? false, `"${restoreFrom}"`);
-            if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline`, { issues: check.problems });
-          }
+          const check = await restoreCheck(restoreFolder, doc, allowNonRestoredState ?? false, `"${restoreFrom}"`);
+          if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline`, { issues: check.problems });
         } else {
           await ownCheckpointCheck(deploymentId, doc, allowNonRestoredState ?? false, (p) => p);
         }
         let job: ManagedJob;
         try {
           job = jobs.deploy(deploymentId, doc, {
-            ...(restoreFrom !== undefined ? { restoreFrom: inCheckpointRoot(restoreFrom, "restoreFrom") } : {}),
+            ...(restoreFolder !== undefined ? { restoreFrom: restoreFolder } : {}),
             ...(allowNonRestoredState ? { allowNonRestoredState } : {}),
           });
         } catch (err) {
@@ -323,15 +315,16 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
           if (parallelism > doc.settings.maxParallelism) throw new HttpError(400, `parallelism ${parallelism} is above the rule's maxParallelism ${doc.settings.maxParallelism}`);
           doc.settings.parallelism = parallelism;
         }
-        if (restoreFrom !== undefined) {
-          const check = await restoreCheck(inCheckpointRoot(restoreFrom, "restoreFrom"), doc, allowNonRestoredState ?? false);
+        const restoreFolder = restoreFrom === undefined ? undefined : inCheckpointRoot(restoreFrom, "restoreFrom");
+        if (restoreFolder !== undefined) {
+          const check = await restoreCheck(restoreFolder, doc, allowNonRestoredState ?? false);
           if (check.problems.length > 0) throw new HttpError(400, `the state in "${restoreFrom}" does not fit the pipeline of rule job "${jobId}"`, { issues: check.problems.map(inVersionTerms) });
         } else {
           await ownCheckpointCheck(jobId, doc, allowNonRestoredState ?? false, inVersionTerms);
         }
         let job: ManagedJob;
         try {
-          job = jobs.deploy(jobId, doc, { ...(restoreFrom !== undefined ? { restoreFrom: inCheckpointRoot(restoreFrom, "restoreFrom") } : {}), ...(allowNonRestoredState ? { allowNonRestoredState } : {}) }, composed.job);
+          job = jobs.deploy(jobId, doc, { ...(restoreFolder !== undefined ? { restoreFrom: restoreFolder } : {}), ...(allowNonRestoredState ? { allowNonRestoredState } : {}) }, composed.job);
         } catch (err) {
           throw deployError(err);
         }
@@ -616,7 +609,7 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
   }
 
   /** Whether the state of the checkpoint or savepoint folder `from` fits `doc` (nodes named when it does not). */
-  async function restoreCheck(from: string, doc: Parameters<typeof checkRestore>[1], allowNonRestoredState: boolean): Promise<{ problems: string[]; dropped: string[] }> {
+  async function restoreCheck(from: string, doc: Parameters<typeof checkRestore>[1], allowNonRestoredState: boolean, label = `"${from}"`): Promise<{ problems: string[]; dropped: string[] }> {
     let folder;
     try {
       folder = await readCheckpointFolder(from);
@@ -624,7 +617,7 @@ export function createRunnerServer(o: RunnerHttpOptions): Server {
       throw new HttpError(400, `restoreFrom: ${errorMessage(err)}`);
     }
     if (!folder.meta.graph) return { problems: [], dropped: [] };
-    return checkRestore(folder.meta.graph, doc, allowNonRestoredState, `"${from}"`);
+    return checkRestore(folder.meta.graph, doc, allowNonRestoredState, label);
   }
 
   /**
